@@ -1,0 +1,39 @@
+# Thin wrapper around CMake. `make demo` and `make test` install what is
+# missing (tools/install-deps) and build first.
+BUILD ?= build
+BUILD_TEST ?= build-test
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+.PHONY: all build demo test bench deps clean
+
+all: build
+
+deps:
+	@tools/install-deps
+
+$(BUILD)/build.ninja: | deps
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DKWIRE_TESTS=OFF $(CMAKE_FLAGS)
+
+build: deps $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS)
+
+# Decodes the bundled capture and prints its streams-group frames.
+demo: build
+	$(BUILD)/kwire decode -r captures/demo.pcapng --api StreamsGroupHeartbeat --stats
+	$(BUILD)/kwire decode -r captures/demo.pcapng --api StreamsGroupDescribe -V
+	$(BUILD)/kwire decode -r captures/demo.pcapng --api StreamsGroupTopologyDescriptionUpdate
+
+# Every test, through ctest, with warnings as errors and ASan+UBSan.
+test: deps
+	cmake -S . -B $(BUILD_TEST) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DKWIRE_WERROR=ON -DKWIRE_SANITIZE=ON $(CMAKE_FLAGS)
+	cmake --build $(BUILD_TEST) -j $(JOBS)
+	cd $(BUILD_TEST) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
+
+bench: deps
+	cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DKWIRE_BENCH=ON -DKWIRE_TESTS=OFF
+	cmake --build build-bench -j $(JOBS)
+	bench/run-all build-bench
+
+clean:
+	rm -rf $(BUILD) $(BUILD_TEST) build-bench

@@ -1,0 +1,82 @@
+#include <algorithm>
+#include <iostream>
+#include <map>
+
+#include "cli/commands.hpp"
+#include "dissector/output/output.hpp"
+#include "dissector/protocol/overlays.hpp"
+
+namespace kwire::cli {
+
+int specs_command(std::vector<std::string> args) {
+  ProgramSet ps = ProgramSet::release();
+  std::string error;
+  if (!apply_spec_options(args, ps, error)) {
+    std::cerr << "kwire specs: " << error << "\n";
+    return 2;
+  }
+  std::string name;
+  int version = -1;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "-v" && i + 1 < args.size()) {
+      try { version = std::stoi(args[++i]); } catch (...) { std::cerr << "kwire specs: -v needs a number\n"; return 2; }
+    } else if (args[i] == "-h" || args[i] == "--help") {
+      std::cout << "usage: kwire specs [--overlay NAME] [--spec-dir DIR]          list every API and version\n"
+                   "       kwire specs NAME [-v VERSION]                         wire layout of a message\n"
+                   "NAME is an api name (StreamsGroupHeartbeat), a message name\n"
+                   "(StreamsGroupHeartbeatResponse) or an api key; without -v the newest version.\n";
+      return 0;
+    } else if (name.empty()) {
+      name = args[i];
+    } else {
+      std::cerr << "kwire specs: unexpected argument " << args[i] << "\n";
+      return 2;
+    }
+  }
+
+  if (name.empty()) {
+    // api key -> (name, request versions, origin)
+    std::map<int, std::vector<const MessageProgram*>> apis;
+    for (const auto& m : ps.messages())
+      if (m.direction == Direction::Request && ps.find(m.api_key, m.version, m.direction) == &m)
+        apis[m.api_key].push_back(&m);
+    printf("%-4s %-44s %-9s %s\n", "key", "api", "versions", "source");
+    for (auto& [key, vs] : apis) {
+      std::sort(vs.begin(), vs.end(), [](auto* a, auto* b) { return a->version < b->version; });
+      std::string versions = std::to_string(vs.front()->version) + "-" + std::to_string(vs.back()->version);
+      std::string origin(vs.back()->origin);
+      if (vs.back()->unstable) origin += " (v" + std::to_string(vs.back()->version) + " unstable)";
+      printf("%-4d %-44s %-9s %s\n", key, std::string(vs.front()->api_name).c_str(), versions.c_str(), origin.c_str());
+    }
+    std::cout << apis.size() << " APIs. Shipped overlays (--overlay NAME):";
+    for (const auto& n : builtin_overlay_names()) std::cout << " " << n;
+    std::cout << "\n";
+    return 0;
+  }
+
+  // Which messages: a message name picks one direction, an api name or key both.
+  std::vector<Direction> dirs{Direction::Request, Direction::Response};
+  std::string api = name;
+  if (name.size() > 7 && name.substr(name.size() - 7) == "Request") { dirs = {Direction::Request}; api = name.substr(0, name.size() - 7); }
+  else if (name.size() > 8 && name.substr(name.size() - 8) == "Response") { dirs = {Direction::Response}; api = name.substr(0, name.size() - 8); }
+  const MessageProgram* any = ps.find_api(api);
+  if (!any) {
+    std::cerr << "kwire specs: no API named " << name << " (see 'kwire specs')\n";
+    return 1;
+  }
+  for (Direction d : dirs) {
+    auto versions = ps.versions(any->api_key, d);
+    if (versions.empty()) continue;
+    const MessageProgram* m = version < 0 ? versions.back() : ps.find(any->api_key, static_cast<int16_t>(version), d);
+    if (!m) {
+      std::cerr << "kwire specs: " << any->api_name << " has no version " << version << " (valid: "
+                << versions.front()->version << "-" << versions.back()->version << ")\n";
+      return 1;
+    }
+    write_layout(std::cout, ps, *m);
+    if (d != dirs.back()) std::cout << "\n";
+  }
+  return 0;
+}
+
+}  // namespace kwire::cli

@@ -1,0 +1,31 @@
+// Views of decoded frames: one-line summaries, the -V field tree, JSON lines
+// (field names as in Kafka's generated JSON converters), and wire layouts of
+// message versions. All read the same Frame.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+#include "dissector/protocol/frame.hpp"
+#include "dissector/protocol/program.hpp"
+#include "dissector/protocol/session.hpp"
+
+namespace kwire {
+
+// "StreamsGroupHeartbeat v1 Response corr=7 group=app member=Xy epoch=3 error=NONE"
+std::string summarize(const ProgramSet& ps, const Frame& f, const FrameContext* ctx);
+// The field tree, indented, one field per line.
+void write_tree(std::ostream& out, const ProgramSet& ps, const Frame& f, int indent);
+// One JSON object (no newline). `time` is seconds since the epoch.
+void write_json(std::ostream& out, const ProgramSet& ps, const Frame& f, const FrameContext& ctx);
+// Only the body (or header) subtree as JSON.
+void write_json_struct(std::ostream& out, const ProgramSet& ps, const Frame& f, uint32_t node);
+// The wire layout of one message version: path, type, size, versions.
+void write_layout(std::ostream& out, const ProgramSet& ps, const MessageProgram& m);
+// True when any error code field in the frame is non-zero.
+bool has_error_code(const ProgramSet& ps, const Frame& f);
+
+void json_string(std::ostream& out, std::string_view s);
+
+}  // namespace kwire

@@ -1,0 +1,369 @@
+#include "dissector/protocol/decoder.hpp"
+
+#include <string>
+
+#include "dissector/protocol/records.hpp"
+#include "dissector/wire/wire.hpp"
+
+namespace kwire {
+
+namespace {
+
+using wire::load_be16;
+using wire::load_be32;
+using wire::load_be64;
+using wire::VarintStatus;
+
+// One pass over a message. Each read checks the remaining length first; on
+// failure the error is recorded once and every open container is closed at
+// the point reached, so the tape stays well formed.
+class Run {
+ public:
+  Run(const ProgramSet& ps, Frame& f, const uint8_t* begin, const uint8_t* end, size_t start)
+      : ps_(ps), f_(f), base_(begin), p_(begin + start), end_(end) {}
+
+  uint32_t pos() const { return static_cast<uint32_t>(p_ - base_); }
+  size_t left() const { return static_cast<size_t>(end_ - p_); }
+  bool failed() const { return failed_; }
+
+  bool fail(uint32_t at, std::string reason) {
+    if (!failed_) f_.fail(at, std::move(reason));
+    failed_ = true;
+    return false;
+  }
+
+  bool need(size_t n, const FieldDesc& d) {
+    if (left() >= n) return true;
+    return fail(pos(), std::string(d.name) + ": needs " + std::to_string(n) + " bytes, " +
+                           std::to_string(left()) + " left");
+  }
+
+  // Decodes a struct's fields into children of `node`.
+  bool structure(uint32_t sp_idx, uint32_t node) {
+    const StructProgram& sp = ps_.structure(sp_idx);
+    for (uint32_t i = 0; i < sp.field_count; ++i) {
+      uint32_t di = sp.first_field + i;
+      if (!field(ps_.field(di), di, node)) return false;
+    }
+    return !sp.flexible || tagged(sp, node);
+  }
+
+  bool field(const FieldDesc& d, uint32_t di, uint32_t parent, uint8_t flags = 0) {
+    WireType t = (flags & kElement) ? d.elem : d.type;
+    uint32_t start = pos();
+    switch (t) {
+      case WireType::Int8: case WireType::Bool: {
+        if (!need(1, d)) return false;
+        uint32_t n = f_.leaf(di, t, parent, start, 1);
+        f_.nodes[n].flags = flags;
+        f_.nodes[n].v.i = t == WireType::Bool ? (*p_ != 0) : static_cast<int8_t>(*p_);
+        f_.nodes[n].aux = *p_;  // keeps the raw byte of a bool for exact re-encoding
+        p_ += 1;
+        return true;
+      }
+      case WireType::Int16: case WireType::Uint16: {
+        if (!need(2, d)) return false;
+        uint32_t n = f_.leaf(di, t, parent, start, 2);
+        uint16_t v = load_be16(p_);
+        f_.nodes[n].flags = flags;
+        f_.nodes[n].v.i = t == WireType::Int16 ? static_cast<int16_t>(v) : static_cast<int64_t>(v);
+        p_ += 2;
+        return true;
+      }
+      case WireType::Int32: case WireType::Uint32: {
+        if (!need(4, d)) return false;
+        uint32_t n = f_.leaf(di, t, parent, start, 4);
+        uint32_t v = load_be32(p_);
+        f_.nodes[n].flags = flags;
+        f_.nodes[n].v.i = t == WireType::Int32 ? static_cast<int32_t>(v) : static_cast<int64_t>(v);
+        p_ += 4;
+        return true;
+      }
+      case WireType::Int64: case WireType::Float64: {
+        if (!need(8, d)) return false;
+        uint32_t n = f_.leaf(di, t, parent, start, 8);
+        f_.nodes[n].flags = flags;
+        f_.nodes[n].v.u = load_be64(p_);
+        p_ += 8;
+        return true;
+      }
+      case WireType::Uuid: {
+        if (!need(16, d)) return false;
+        uint32_t n = f_.leaf(di, t, parent, start, 16);
+        f_.nodes[n].flags = flags;
+        f_.nodes[n].v.p = p_;
+        f_.nodes[n].aux = 16;
+        p_ += 16;
+        return true;
+      }
+      case WireType::String: case WireType::Bytes: case WireType::Records:
+        return blob(d, di, parent, flags, t);
+      case WireType::Struct: {
+        uint8_t nflags = flags;
+        if (d.nullable() && !(flags & kElement)) {
+          if (!need(1, d)) return false;
+          int8_t marker = static_cast<int8_t>(*p_++);
+          if (marker < 0) {
+            uint32_t n = f_.leaf(di, t, parent, start, 1);
+            f_.nodes[n].flags = flags | kNull;
+            return true;
+          }
+        }
+        uint32_t n = f_.open(di, t, parent, start, nflags);
+        bool ok = structure(static_cast<uint32_t>(d.sub), n);
+        f_.close(n, pos());
+        return ok;
+      }
+      case WireType::Array:
+        return array(d, di, parent, flags);
+      default:
+        return fail(start, std::string(d.name) + ": type " + std::string(wire_type_name(t)) + " cannot appear in a message");
+    }
+  }
+
+  // Reads a length: compact (unsigned varint of length+1) or classic int16/int32.
+  // Returns false on failure; `len` is -1 for null.
+  bool length(const FieldDesc& d, bool compact, bool wide, int64_t& len) {
+    if (compact) {
+      uint32_t u;
+      uint32_t at = pos();
+      auto s = wire::read_uvarint32(p_, end_, u);
+      if (s == VarintStatus::Truncated) return fail(at, std::string(d.name) + ": length varint runs past the end");
+      if (s == VarintStatus::Overlong) return fail(at, std::string(d.name) + ": overlong length varint");
+      len = static_cast<int64_t>(u) - 1;
+      return true;
+    }
+    if (wide) {
+      if (!need(4, d)) return false;
+      len = static_cast<int32_t>(load_be32(p_));
+      p_ += 4;
+    } else {
+      if (!need(2, d)) return false;
+      len = static_cast<int16_t>(load_be16(p_));
+      p_ += 2;
+    }
+    return true;
+  }
+
+  bool blob(const FieldDesc& d, uint32_t di, uint32_t parent, uint8_t flags, WireType t) {
+    uint32_t start = pos();
+    int64_t len;
+    if (!length(d, d.compact(), t != WireType::String, len)) return false;
+    if (len < 0) {
+      uint32_t n = f_.leaf(di, t, parent, start, pos() - start);
+      f_.nodes[n].flags = flags | kNull;
+      if (len < -1) return fail(start, std::string(d.name) + ": negative length " + std::to_string(len));
+      if (!d.nullable()) return fail(start, std::string(d.name) + ": null in a non-nullable " + std::string(wire_type_name(t)));
+      return true;
+    }
+    if (static_cast<uint64_t>(len) > left())
+      return fail(start, std::string(d.name) + ": length " + std::to_string(len) + " exceeds the " +
+                             std::to_string(left()) + " bytes left");
+    uint32_t n = f_.open(di, t, parent, start, flags);
+    f_.nodes[n].v.p = p_;
+    f_.nodes[n].aux = static_cast<uint32_t>(len);
+    const uint8_t* data = p_;
+    p_ += len;
+    if (t == WireType::Records && len > 0)
+      decode_records(f_, n, {data, static_cast<size_t>(len)}, static_cast<uint32_t>(data - base_), 0);
+    f_.close(n, pos());
+    return true;
+  }
+
+  bool array(const FieldDesc& d, uint32_t di, uint32_t parent, uint8_t flags) {
+    uint32_t start = pos();
+    int64_t count;
+    if (!length(d, d.compact(), true, count)) return false;
+    if (count < 0) {
+      uint32_t n = f_.leaf(di, WireType::Array, parent, start, pos() - start);
+      f_.nodes[n].flags = flags | kNull;
+      if (count < -1) return fail(start, std::string(d.name) + ": negative array length " + std::to_string(count));
+      if (!d.nullable()) return fail(start, std::string(d.name) + ": null in a non-nullable array");
+      return true;
+    }
+    // Never trust a count before the bytes for it are present.
+    uint64_t min_elem = element_min_size(d);
+    if (static_cast<uint64_t>(count) * (min_elem ? min_elem : 1) > left() + (min_elem ? 0 : 1u << 16))
+      return fail(start, std::string(d.name) + ": array length " + std::to_string(count) + " cannot fit in the " +
+                             std::to_string(left()) + " bytes left");
+    uint32_t n = f_.open(di, WireType::Array, parent, start, flags);
+    f_.nodes[n].aux = static_cast<uint32_t>(count);
+    bool ok = true;
+    for (int64_t i = 0; i < count && ok; ++i) ok = field(d, di, n, kElement);
+    f_.close(n, pos());
+    return ok;
+  }
+
+  uint64_t element_min_size(const FieldDesc& d) const {
+    switch (d.elem) {
+      case WireType::Int8: case WireType::Bool: return 1;
+      case WireType::Int16: case WireType::Uint16: return 2;
+      case WireType::Int32: case WireType::Uint32: return 4;
+      case WireType::Int64: case WireType::Float64: return 8;
+      case WireType::Uuid: return 16;
+      case WireType::String: return d.compact() ? 1 : 2;
+      case WireType::Bytes: return d.compact() ? 1 : 4;
+      case WireType::Struct: return ps_.structure(static_cast<uint32_t>(d.sub)).min_size;
+      default: return 1;
+    }
+  }
+
+  bool tagged(const StructProgram& sp, uint32_t parent) {
+    uint32_t at = pos();
+    uint32_t count;
+    auto s = wire::read_uvarint32(p_, end_, count);
+    if (s != VarintStatus::Ok)
+      return fail(at, s == VarintStatus::Overlong ? "overlong tagged field count" : "tagged field count runs past the end");
+    if (count > left()) return fail(at, "tagged field count " + std::to_string(count) + " exceeds the bytes left");
+    for (uint32_t i = 0; i < count; ++i) {
+      uint32_t field_start = pos();
+      uint32_t tag, size;
+      if (wire::read_uvarint32(p_, end_, tag) != VarintStatus::Ok ||
+          wire::read_uvarint32(p_, end_, size) != VarintStatus::Ok)
+        return fail(field_start, "bad tag or size varint in tagged field " + std::to_string(i));
+      if (size > left())
+        return fail(field_start, "tagged field " + std::to_string(tag) + ": size " + std::to_string(size) +
+                                     " exceeds the " + std::to_string(left()) + " bytes left");
+      const uint8_t* field_end = p_ + size;
+      int32_t known = -1;
+      for (uint32_t k = 0; k < sp.tagged_count; ++k)
+        if (ps_.field(sp.first_tagged + k).tag == static_cast<int32_t>(tag)) known = static_cast<int32_t>(sp.first_tagged + k);
+      if (known < 0) {
+        uint32_t n = f_.leaf(kDescUnknownTag, WireType::Bytes, parent, field_start, pos() + size - field_start);
+        f_.nodes[n].v.p = p_;
+        f_.nodes[n].aux = size;
+        f_.nodes[n].tag = tag;
+        p_ = field_end;
+        continue;
+      }
+      // A known tagged field: decode it inside its declared size.
+      const uint8_t* saved_end = end_;
+      end_ = field_end;
+      uint32_t n = static_cast<uint32_t>(f_.nodes.size());
+      bool ok = field(ps_.field(static_cast<uint32_t>(known)), static_cast<uint32_t>(known), parent);
+      end_ = saved_end;
+      if (!ok) return false;
+      // The node's extent starts at the tag so re-encoding sees the whole field.
+      f_.nodes[n].tag = tag;
+      if (p_ != field_end)
+        return fail(pos(), "tagged field " + std::to_string(tag) + " (" + std::string(ps_.field(known).name) +
+                               "): " + std::to_string(field_end - p_) + " bytes left unread of " + std::to_string(size));
+    }
+    return true;
+  }
+
+ private:
+  const ProgramSet& ps_;
+  Frame& f_;
+  const uint8_t* base_;
+  const uint8_t* p_;
+  const uint8_t* end_;
+  bool failed_ = false;
+};
+
+bool check_size(std::span<const uint8_t> msg, Frame& out) {
+  if (msg.size() < 4) {
+    out.fail(0, "message of " + std::to_string(msg.size()) + " bytes has no size prefix");
+    return false;
+  }
+  int32_t size = static_cast<int32_t>(load_be32(msg.data()));
+  if (size < 0 || static_cast<uint64_t>(size) != msg.size() - 4) {
+    out.fail(0, "size prefix " + std::to_string(size) + " does not match the " + std::to_string(msg.size() - 4) +
+                    " bytes that follow");
+    return false;
+  }
+  return true;
+}
+
+void decode_body(const ProgramSet& ps, Run& run, Frame& out) {
+  const FieldDesc& root = ps.field(out.program->root);
+  uint32_t body = out.open(out.program->root, WireType::Struct, Frame::kRoot, run.pos());
+  out.body = body;
+  run.structure(static_cast<uint32_t>(root.sub), body);
+  out.close(body, run.pos());
+  if (!run.failed() && run.left() > 0)
+    run.fail(run.pos(), std::to_string(run.left()) + " bytes left after the end of " +
+                            std::string(out.program->spec_name) + " v" + std::to_string(out.api_version));
+}
+
+void decode_header(const ProgramSet& ps, Run& run, Frame& out, uint32_t header_desc) {
+  uint32_t h = out.open(header_desc, WireType::Struct, Frame::kRoot, run.pos());
+  run.structure(static_cast<uint32_t>(ps.field(header_desc).sub), h);
+  out.close(h, run.pos());
+}
+
+}  // namespace
+
+bool FrameDecoder::peek_request(std::span<const uint8_t> m, RequestId& id) {
+  if (m.size() < 12) return false;
+  id.api_key = static_cast<int16_t>(load_be16(m.data() + 4));
+  id.api_version = static_cast<int16_t>(load_be16(m.data() + 6));
+  id.correlation_id = static_cast<int32_t>(load_be32(m.data() + 8));
+  return true;
+}
+
+void FrameDecoder::decode_request(std::span<const uint8_t> msg, Frame& out) const {
+  out.clear();
+  out.message = msg;
+  out.direction = Direction::Request;
+  if (!check_size(msg, out)) return;
+  RequestId id;
+  if (!peek_request(msg, id)) {
+    out.fail(4, "request header needs 8 bytes, " + std::to_string(msg.size() - 4) + " present");
+    return;
+  }
+  out.api_key = id.api_key;
+  out.api_version = id.api_version;
+  out.correlation_id = id.correlation_id;
+  out.program = ps_.find(id.api_key, id.api_version, Direction::Request);
+  bool flexible = out.program && out.program->flexible;
+  out.header_version = request_header_version(id.api_key, id.api_version, flexible);
+  Run run(ps_, out, msg.data(), msg.data() + msg.size(), 4);
+  decode_header(ps_, run, out, ps_.request_header(out.header_version));
+  if (run.failed()) return;
+  if (!out.program) {
+    auto known = ps_.versions(id.api_key, Direction::Request);
+    if (known.empty())
+      out.fail(4, "unknown api key " + std::to_string(id.api_key));
+    else
+      out.fail(6, "unknown version " + std::to_string(id.api_version) + " of " + std::string(known.front()->api_name) +
+                      " (known: " + std::to_string(known.front()->version) + "-" +
+                      std::to_string(known.back()->version) + ")");
+    return;
+  }
+  decode_body(ps_, run, out);
+}
+
+void FrameDecoder::decode_response(std::span<const uint8_t> msg, int16_t api_key, int16_t api_version,
+                                   Frame& out) const {
+  out.clear();
+  out.message = msg;
+  out.direction = Direction::Response;
+  out.api_key = api_key;
+  out.api_version = api_version;
+  if (!check_size(msg, out)) return;
+  if (msg.size() < 8) {
+    out.fail(4, "response header needs 4 bytes, " + std::to_string(msg.size() - 4) + " present");
+    return;
+  }
+  out.correlation_id = static_cast<int32_t>(load_be32(msg.data() + 4));
+  out.program = ps_.find(api_key, api_version, Direction::Response);
+  // A broker that does not support the requested ApiVersions version answers
+  // UNSUPPORTED_VERSION in the v0 layout.
+  if (api_key == 18 && api_version > 0 && msg.size() >= 10 && static_cast<int16_t>(load_be16(msg.data() + 8)) == 35) {
+    out.api_version = 0;
+    out.program = ps_.find(api_key, 0, Direction::Response);
+  }
+  bool flexible = out.program && out.program->flexible;
+  out.header_version = response_header_version(api_key, flexible);
+  Run run(ps_, out, msg.data(), msg.data() + msg.size(), 4);
+  decode_header(ps_, run, out, ps_.response_header(out.header_version));
+  if (run.failed()) return;
+  if (!out.program) {
+    out.fail(run.pos(), "no spec for " + std::to_string(api_key) + " v" + std::to_string(api_version) + " response");
+    return;
+  }
+  decode_body(ps_, run, out);
+}
+
+}  // namespace kwire

@@ -1,0 +1,84 @@
+#include "dissector/protocol/frame.hpp"
+
+#include <vector>
+
+namespace kwire {
+
+void Frame::clear() {
+  program = nullptr;
+  api_key = -1;
+  api_version = -1;
+  direction = Direction::Request;
+  correlation_id = 0;
+  header_version = 0;
+  guessed = false;
+  message = {};
+  nodes.clear();
+  body = 0;
+  errors.clear();
+  scratch_used_ = 0;
+  owned_.clear();
+}
+
+uint32_t Frame::open(uint32_t desc, WireType type, uint32_t parent, uint32_t offset, uint8_t flags) {
+  uint32_t idx = static_cast<uint32_t>(nodes.size());
+  Node& n = nodes.emplace_back();
+  n.desc = desc;
+  n.type = type;
+  n.parent = parent == kRoot ? idx : parent;
+  n.offset = offset;
+  n.flags = flags;
+  n.end = idx + 1;
+  return idx;
+}
+
+void Frame::close(uint32_t node, uint32_t end_offset) {
+  Node& n = nodes[node];
+  n.end = static_cast<uint32_t>(nodes.size());
+  n.length = end_offset - n.offset;
+}
+
+uint32_t Frame::leaf(uint32_t desc, WireType type, uint32_t parent, uint32_t offset, uint32_t length) {
+  uint32_t idx = open(desc, type, parent, offset);
+  nodes[idx].length = length;
+  return idx;
+}
+
+std::vector<uint8_t>& Frame::scratch() {
+  if (scratch_used_ == scratch_.size()) scratch_.push_back(std::make_unique<std::vector<uint8_t>>());
+  auto& buf = *scratch_[scratch_used_++];
+  buf.clear();
+  return buf;
+}
+
+std::string_view Frame::own(std::string s) {
+  owned_.push_back(std::make_unique<std::string>(std::move(s)));
+  return *owned_.back();
+}
+
+std::string node_path(const Frame& f, const ProgramSet& ps, uint32_t node) {
+  std::vector<std::string_view> parts;
+  for (uint32_t i = node;;) {
+    const Node& n = f.nodes[i];
+    if (!(n.flags & kElement)) parts.push_back(ps.field(n.desc).name);
+    if (n.parent == i) break;
+    i = n.parent;
+  }
+  std::string out;
+  // parts.back() is the root (header or body struct): not part of the path.
+  for (size_t k = parts.size() - 1; k-- > 0;) {
+    if (!out.empty()) out += '.';
+    out += parts[k];
+  }
+  return out;
+}
+
+const Node* find_field(const Frame& f, const ProgramSet& ps, uint32_t from, std::string_view name) {
+  if (from >= f.nodes.size()) return nullptr;
+  for (uint32_t c : Children(f, from)) {
+    if (ps.field(f.nodes[c].desc).name == name) return &f.nodes[c];
+  }
+  return nullptr;
+}
+
+}  // namespace kwire

@@ -1,0 +1,114 @@
+// A decoded Kafka message: a flat tape of nodes, one per field, array element,
+// record and record field. Nodes are appended in wire order; a container's
+// `end` is the index one past its last descendant, so a subtree is a slice of
+// the tape. Strings and bytes are views into the message bytes (or into a
+// decompressed records buffer owned by the Frame), never copies. A Frame is
+// reused from message to message, so steady-state decoding does not allocate.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dissector/protocol/program.hpp"
+
+namespace kwire {
+
+// Node::flags
+enum NodeFlag : uint8_t {
+  kNull = 1 << 0,      // a null string, bytes, array or struct
+  kElement = 1 << 1,   // an array element (desc is the array's)
+  kInner = 1 << 2,     // offset is into a decompressed buffer, not the message
+  kOverlay = 1 << 3,
+};
+
+struct Node {
+  uint32_t desc = 0;     // FieldDesc index in the ProgramSet
+  uint32_t offset = 0;   // wire offset from the start of the message (size prefix included)
+  uint32_t length = 0;   // wire length, length prefixes included
+  uint32_t end = 0;      // one past the last node of this subtree
+  uint32_t parent = 0;   // enclosing node (itself for a root)
+  uint32_t aux = 0;      // arrays: element count; strings/bytes: data length; bool: raw byte
+  union {
+    int64_t i;
+    uint64_t u;
+    double f;
+    const uint8_t* p;    // strings, bytes, records, uuid: the data
+  } v{0};
+  uint8_t flags = 0;
+  WireType type = WireType::Int8;  // element type for elements, else the field's type
+  uint32_t tag = 0;      // tagged fields: the tag (unknown ones have no descriptor to hold it)
+
+  bool is_null() const { return flags & kNull; }
+  std::string_view str() const { return {reinterpret_cast<const char*>(v.p), aux}; }
+  std::span<const uint8_t> bytes() const { return {v.p, aux}; }
+};
+
+struct DecodeError {
+  uint32_t offset = 0;   // from the start of the message
+  std::string reason;
+};
+
+class Frame {
+ public:
+  // What the message is.
+  const MessageProgram* program = nullptr;   // null when the api/version is unknown
+  int16_t api_key = -1;
+  int16_t api_version = -1;
+  Direction direction = Direction::Request;
+  int32_t correlation_id = 0;
+  int header_version = 0;
+  bool guessed = false;          // response version guessed (decode --guess)
+  std::span<const uint8_t> message;  // the bytes, size prefix included
+  std::vector<Node> nodes;       // [0] header struct, then the body struct
+  uint32_t body = 0;             // index of the body's root node (0 if none)
+  std::vector<DecodeError> errors;   // empty when the message decoded cleanly
+
+  bool ok() const { return errors.empty(); }
+  void clear();
+
+  static constexpr uint32_t kRoot = UINT32_MAX;  // parent of a root node
+  // Builder used by the decoder, the records decoder and generators.
+  uint32_t open(uint32_t desc, WireType type, uint32_t parent, uint32_t offset, uint8_t flags = 0);
+  void close(uint32_t node, uint32_t end_offset);
+  uint32_t leaf(uint32_t desc, WireType type, uint32_t parent, uint32_t offset, uint32_t length);
+
+  // Buffers that outlive the message bytes for this frame: decompressed
+  // records and strings made by generators. Reused across clear().
+  std::vector<uint8_t>& scratch();
+  std::string_view own(std::string s);
+
+  void fail(uint32_t offset, std::string reason) { errors.push_back({offset, std::move(reason)}); }
+
+ private:
+  std::vector<std::unique_ptr<std::vector<uint8_t>>> scratch_;
+  size_t scratch_used_ = 0;
+  std::vector<std::unique_ptr<std::string>> owned_;
+};
+
+// Children of a container node, in order (skips grandchildren).
+class Children {
+ public:
+  Children(const Frame& f, uint32_t node) : f_(f), first_(node + 1), end_(f.nodes[node].end) {}
+  struct It {
+    const Frame* f; uint32_t i;
+    uint32_t operator*() const { return i; }
+    It& operator++() { i = f->nodes[i].end; return *this; }
+    bool operator!=(const It& o) const { return i != o.i; }
+  };
+  It begin() const { return {&f_, first_}; }
+  It end() const { return {&f_, end_}; }
+ private:
+  const Frame& f_;
+  uint32_t first_, end_;
+};
+
+// The dotted spec path of a node: "Groups.Members.MemberEpoch".
+std::string node_path(const Frame& f, const ProgramSet& ps, uint32_t node);
+// A top-level or nested field by spec path from `from` (e.g. "ErrorCode").
+const Node* find_field(const Frame& f, const ProgramSet& ps, uint32_t from, std::string_view name);
+
+}  // namespace kwire

@@ -1,0 +1,197 @@
+#include "dissector/protocol/program.hpp"
+
+#include <charconv>
+#include <set>
+#include <string>
+
+#include "dissector/protocol/generated.hpp"
+
+namespace kwire {
+
+std::string_view wire_type_name(WireType t) {
+  switch (t) {
+    case WireType::Int8: return "int8";
+    case WireType::Int16: return "int16";
+    case WireType::Int32: return "int32";
+    case WireType::Int64: return "int64";
+    case WireType::Uint16: return "uint16";
+    case WireType::Uint32: return "uint32";
+    case WireType::Float64: return "float64";
+    case WireType::Bool: return "bool";
+    case WireType::Uuid: return "uuid";
+    case WireType::String: return "string";
+    case WireType::Bytes: return "bytes";
+    case WireType::Records: return "records";
+    case WireType::Struct: return "struct";
+    case WireType::Array: return "array";
+    case WireType::Varint: return "varint";
+    case WireType::Varlong: return "varlong";
+    case WireType::VarBytes: return "varbytes";
+    case WireType::VarString: return "varstring";
+  }
+  return "?";
+}
+
+bool is_integer(WireType t) {
+  switch (t) {
+    case WireType::Int8: case WireType::Int16: case WireType::Int32: case WireType::Int64:
+    case WireType::Uint16: case WireType::Uint32: case WireType::Varint: case WireType::Varlong:
+      return true;
+    default:
+      return false;
+  }
+}
+
+namespace {
+
+struct Builtin { BuiltinDesc id; std::string_view name; std::string_view json; WireType type; };
+
+// Record batches and legacy messages are not described by message specs;
+// their fields are fixed by the log format.
+constexpr Builtin kBuiltins[] = {
+  {kDescUnknownTag, "UnknownTaggedField", "unknownTaggedField", WireType::Bytes},
+  {kDescRecordBatch, "RecordBatch", "recordBatch", WireType::Struct},
+  {kDescBaseOffset, "BaseOffset", "baseOffset", WireType::Int64},
+  {kDescBatchLength, "BatchLength", "batchLength", WireType::Int32},
+  {kDescPartitionLeaderEpoch, "PartitionLeaderEpoch", "partitionLeaderEpoch", WireType::Int32},
+  {kDescMagic, "Magic", "magic", WireType::Int8},
+  {kDescCrc, "Crc", "crc", WireType::Uint32},
+  {kDescAttributes, "Attributes", "attributes", WireType::Int16},
+  {kDescLastOffsetDelta, "LastOffsetDelta", "lastOffsetDelta", WireType::Int32},
+  {kDescBaseTimestamp, "BaseTimestamp", "baseTimestamp", WireType::Int64},
+  {kDescMaxTimestamp, "MaxTimestamp", "maxTimestamp", WireType::Int64},
+  {kDescProducerId, "ProducerId", "producerId", WireType::Int64},
+  {kDescProducerEpoch, "ProducerEpoch", "producerEpoch", WireType::Int16},
+  {kDescBaseSequence, "BaseSequence", "baseSequence", WireType::Int32},
+  {kDescRecordCount, "RecordCount", "recordCount", WireType::Int32},
+  {kDescRecordsArray, "Records", "records", WireType::Array},
+  {kDescRecord, "Record", "record", WireType::Struct},
+  {kDescRecordLength, "Length", "length", WireType::Varint},
+  {kDescRecordAttributes, "Attributes", "attributes", WireType::Int8},
+  {kDescTimestampDelta, "TimestampDelta", "timestampDelta", WireType::Varlong},
+  {kDescOffsetDelta, "OffsetDelta", "offsetDelta", WireType::Varint},
+  {kDescKey, "Key", "key", WireType::VarBytes},
+  {kDescValue, "Value", "value", WireType::VarBytes},
+  {kDescHeadersArray, "Headers", "headers", WireType::Array},
+  {kDescHeader, "Header", "header", WireType::Struct},
+  {kDescHeaderKey, "Key", "key", WireType::VarString},
+  {kDescHeaderValue, "Value", "value", WireType::VarBytes},
+  {kDescLegacyMessage, "Message", "message", WireType::Struct},
+  {kDescLegacyOffset, "Offset", "offset", WireType::Int64},
+  {kDescLegacySize, "MessageSize", "messageSize", WireType::Int32},
+  {kDescLegacyCrc, "Crc", "crc", WireType::Uint32},
+  {kDescLegacyMagic, "Magic", "magic", WireType::Int8},
+  {kDescLegacyAttributes, "Attributes", "attributes", WireType::Int8},
+  {kDescLegacyTimestamp, "Timestamp", "timestamp", WireType::Int64},
+  {kDescLegacyKey, "Key", "key", WireType::Bytes},
+  {kDescLegacyValue, "Value", "value", WireType::Bytes},
+  {kDescLegacyInner, "InnerMessages", "innerMessages", WireType::Array},
+  {kDescPartialBatch, "PartialBatch", "partialBatch", WireType::Bytes},
+};
+static_assert(std::size(kBuiltins) == kBuiltinDescCount);
+
+uint32_t index_key(int16_t api, int16_t version, Direction d) {
+  return (static_cast<uint32_t>(static_cast<uint16_t>(api)) << 17) |
+         (static_cast<uint32_t>(static_cast<uint16_t>(version)) << 1) | (d == Direction::Response ? 1u : 0u);
+}
+
+}  // namespace
+
+ProgramSet::ProgramSet() {
+  for (const auto& b : kBuiltins) {
+    FieldDesc d;
+    d.name = b.name;
+    d.json_name = b.json;
+    d.type = b.type;
+    d.elem = b.type == WireType::Array ? WireType::Struct : b.type;
+    fields_.push_back(d);
+  }
+}
+
+const ProgramSet& ProgramSet::release() {
+  static const ProgramSet set = [] {
+    ProgramSet ps;
+    ps.add(generated::release_tables());
+    return ps;
+  }();
+  return set;
+}
+
+std::string_view ProgramSet::intern(std::string s) {
+  strings_.push_back(std::move(s));
+  return strings_.back();
+}
+
+void ProgramSet::add(const ProgramTables& t, std::shared_ptr<const void> owner) {
+  if (owner) owners_.push_back(std::move(owner));
+  const uint32_t fbase = static_cast<uint32_t>(fields_.size());
+  const uint32_t sbase = static_cast<uint32_t>(structs_.size());
+  for (FieldDesc f : t.fields) {
+    if (f.sub >= 0) f.sub += static_cast<int32_t>(sbase);
+    fields_.push_back(f);
+  }
+  for (StructProgram s : t.structs) {
+    s.first_field += fbase;
+    s.first_tagged += fbase;
+    structs_.push_back(s);
+  }
+  if (t.request_header[2] || t.request_header[1]) {
+    for (int v = 0; v < 3; ++v) request_header_[v] = t.request_header[v] + fbase;
+  }
+  if (t.response_header[0] || t.response_header[1]) {
+    for (int v = 0; v < 2; ++v) response_header_[v] = t.response_header[v] + fbase;
+  }
+  // An added spec replaces every version of the same (api, direction) and
+  // every message of the same name.
+  std::set<std::pair<int16_t, Direction>> replaced;
+  std::set<std::string_view> names;
+  for (const auto& m : t.messages) {
+    replaced.insert({m.api_key, m.direction});
+    names.insert(m.spec_name);
+  }
+  for (auto it = index_.begin(); it != index_.end();) {
+    const auto& old = messages_[it->second];
+    if (replaced.count({old.api_key, old.direction}) || names.count(old.spec_name)) it = index_.erase(it);
+    else ++it;
+  }
+  for (MessageProgram m : t.messages) {
+    m.root += fbase;
+    index_[index_key(m.api_key, m.version, m.direction)] = static_cast<uint32_t>(messages_.size());
+    messages_.push_back(m);
+  }
+}
+
+const MessageProgram* ProgramSet::find(int16_t api, int16_t version, Direction d) const {
+  auto it = index_.find(index_key(api, version, d));
+  return it == index_.end() ? nullptr : &messages_[it->second];
+}
+
+std::vector<const MessageProgram*> ProgramSet::versions(int16_t api, Direction d) const {
+  std::vector<const MessageProgram*> out;
+  for (int v = 0; v < 128; ++v)
+    if (const auto* m = find(api, static_cast<int16_t>(v), d)) out.push_back(m);
+  return out;
+}
+
+const MessageProgram* ProgramSet::find_api(std::string_view name_or_key) const {
+  int key = -1;
+  auto [p, ec] = std::from_chars(name_or_key.data(), name_or_key.data() + name_or_key.size(), key);
+  bool numeric = ec == std::errc() && p == name_or_key.data() + name_or_key.size();
+  for (const auto& [k, idx] : index_) {
+    const auto& m = messages_[idx];
+    if (numeric ? m.api_key == key : (m.api_name == name_or_key || m.spec_name == name_or_key)) return &m;
+  }
+  return nullptr;
+}
+
+int request_header_version(int16_t api_key, int16_t version, bool flexible) {
+  if (api_key == 7 && version == 0) return 0;  // ControlledShutdown v0
+  return flexible ? 2 : 1;
+}
+
+int response_header_version(int16_t api_key, bool flexible) {
+  if (api_key == 18) return 0;  // ApiVersions: always v0 so any client can read it
+  return flexible ? 1 : 0;
+}
+
+}  // namespace kwire

@@ -1,0 +1,152 @@
+// Decode/encode programs: the compiled, per-version form of Kafka's message
+// specs. One StructProgram per (struct, version) shape, shared between
+// versions whose layout is identical. The decoder, the encoder, the random
+// message generator and every output walk these tables; nothing is
+// hand-written per API.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace kwire {
+
+enum class WireType : uint8_t {
+  Int8, Int16, Int32, Int64, Uint16, Uint32, Float64, Bool, Uuid,
+  String, Bytes, Records, Struct, Array,
+  // Only inside records (never in message specs):
+  Varint, Varlong, VarBytes, VarString,
+};
+
+std::string_view wire_type_name(WireType t);
+bool is_integer(WireType t);
+
+// FieldDesc::flags
+enum FieldFlag : uint16_t {
+  kNullable = 1 << 0,   // may be null in this version
+  kCompact = 1 << 1,    // compact (varint) length in this version
+  kTagged = 1 << 2,     // a tagged field in this version
+  kIgnorable = 1 << 3,
+  kSensitive = 1 << 4,  // never printed (SASL tokens, passwords)
+  kMapKey = 1 << 5,
+};
+
+// One field of one StructProgram.
+struct FieldDesc {
+  std::string_view name;        // as in the spec, e.g. "MemberEpoch"
+  std::string_view json_name;   // Kafka's JSON converter name, "memberEpoch"
+  std::string_view entity;      // entityType ("groupId", "topicName", ...) or empty
+  std::string_view default_value;  // the spec's "default", or empty
+  std::string_view versions;    // the spec's version range of the field, "0+"
+  WireType type = WireType::Int8;
+  WireType elem = WireType::Int8;  // element type of an Array
+  uint16_t flags = 0;
+  int32_t tag = -1;             // tag of a tagged field
+  int32_t sub = -1;             // StructProgram of a Struct or Array of structs
+
+  bool nullable() const { return flags & kNullable; }
+  bool compact() const { return flags & kCompact; }
+  bool tagged() const { return flags & kTagged; }
+};
+
+struct StructProgram {
+  std::string_view name;        // struct name in the spec ("DescribedGroup")
+  uint32_t first_field = 0;     // regular fields, in wire order
+  uint32_t field_count = 0;
+  uint32_t first_tagged = 0;    // tagged fields, ascending by tag
+  uint32_t tagged_count = 0;
+  bool flexible = false;        // has a tagged-field section
+  uint32_t min_size = 0;        // smallest encoding, bytes
+};
+
+enum class Direction : uint8_t { Request, Response };
+
+struct MessageProgram {
+  std::string_view api_name;    // "StreamsGroupHeartbeat"
+  std::string_view spec_name;   // "StreamsGroupHeartbeatRequest"
+  std::string_view origin;      // "kafka 4.4.0" or "overlay <dir>"
+  int16_t api_key = -1;
+  int16_t version = 0;
+  Direction direction = Direction::Request;
+  bool flexible = false;
+  bool unstable = false;        // latestVersionUnstable and this is the newest
+  bool overlay = false;
+  uint32_t root = 0;            // FieldDesc of the body (type Struct, sub = its StructProgram)
+};
+
+// Flat tables, as emitted by the code generator (see codegen/) or built at
+// run time from overlay specs. Indices are into the owning ProgramSet.
+struct ProgramTables {
+  std::vector<FieldDesc> fields;
+  std::vector<StructProgram> structs;
+  std::vector<MessageProgram> messages;
+  uint32_t request_header[3] = {0, 0, 0};   // root FieldDesc per header version
+  uint32_t response_header[2] = {0, 0};
+  std::string_view origin;
+};
+
+// Descriptors the records decoder and the frame builder use; they live at
+// fixed indices at the start of every ProgramSet.
+enum BuiltinDesc : uint32_t {
+  kDescUnknownTag = 0,   // unknown tagged field: aux = tag, value = raw bytes
+  kDescRecordBatch,
+  kDescBaseOffset, kDescBatchLength, kDescPartitionLeaderEpoch, kDescMagic,
+  kDescCrc, kDescAttributes, kDescLastOffsetDelta, kDescBaseTimestamp,
+  kDescMaxTimestamp, kDescProducerId, kDescProducerEpoch, kDescBaseSequence,
+  kDescRecordCount, kDescRecordsArray,
+  kDescRecord, kDescRecordLength, kDescRecordAttributes, kDescTimestampDelta,
+  kDescOffsetDelta, kDescKey, kDescValue, kDescHeadersArray,
+  kDescHeader, kDescHeaderKey, kDescHeaderValue,
+  kDescLegacyMessage, kDescLegacyOffset, kDescLegacySize, kDescLegacyCrc,
+  kDescLegacyMagic, kDescLegacyAttributes, kDescLegacyTimestamp,
+  kDescLegacyKey, kDescLegacyValue, kDescLegacyInner,
+  kDescPartialBatch,     // trailing bytes of a batch cut at a fetch limit
+  kBuiltinDescCount,
+};
+
+class ProgramSet {
+ public:
+  ProgramSet();  // builtin descriptors only
+  // The specs compiled into this binary (Kafka release + nothing else).
+  static const ProgramSet& release();
+
+  // Appends tables (their indices are relative) and indexes their messages.
+  // A message replaces any earlier one with the same (api key, version,
+  // direction).
+  // `owner` keeps the strings of run-time compiled tables alive.
+  void add(const ProgramTables& t, std::shared_ptr<const void> owner = nullptr);
+  // Keeps the strings used by runtime-built tables alive.
+  std::string_view intern(std::string s);
+
+  const MessageProgram* find(int16_t api_key, int16_t version, Direction d) const;
+  const MessageProgram* find_api(std::string_view name_or_key) const;  // any version
+  std::vector<const MessageProgram*> versions(int16_t api_key, Direction d) const;
+
+  const FieldDesc& field(uint32_t i) const { return fields_[i]; }
+  const StructProgram& structure(uint32_t i) const { return structs_[i]; }
+  const std::vector<MessageProgram>& messages() const { return messages_; }
+  uint32_t request_header(int v) const { return request_header_[v]; }
+  uint32_t response_header(int v) const { return response_header_[v]; }
+  size_t field_count() const { return fields_.size(); }
+
+ private:
+  std::vector<FieldDesc> fields_;
+  std::vector<StructProgram> structs_;
+  std::vector<MessageProgram> messages_;
+  std::unordered_map<uint32_t, uint32_t> index_;  // key(api, version, dir) -> message
+  uint32_t request_header_[3] = {0, 0, 0};
+  uint32_t response_header_[2] = {0, 0};
+  std::deque<std::string> strings_;
+  std::vector<std::shared_ptr<const void>> owners_;
+};
+
+// Header versions per Kafka's rules.
+int request_header_version(int16_t api_key, int16_t version, bool flexible);
+int response_header_version(int16_t api_key, bool flexible);
+
+}  // namespace kwire

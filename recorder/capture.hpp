@@ -1,0 +1,79 @@
+// Reading captures: pcap/pcapng files through libpcap, link-layer and IP/TCP
+// parsing, and TCP reassembly into per-direction byte streams. Consumers (the
+// Kafka framer, the recorder) implement StreamSink.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace kwire {
+
+struct Endpoint {
+  std::array<uint8_t, 16> addr{};  // IPv4 in the first 4 bytes
+  bool v6 = false;
+  uint16_t port = 0;
+  std::string str() const;         // "127.0.0.1:9092", "[::1]:9092"
+  bool operator==(const Endpoint&) const = default;
+};
+
+struct PacketMeta {
+  uint64_t number = 0;        // 1-based packet number in the capture
+  int64_t ts_sec = 0;
+  int32_t ts_usec = 0;        // microseconds (nanosecond files are scaled)
+};
+
+// One TCP connection as seen by the reassembler. `client` is the side that
+// sent the SYN; when the handshake was not captured it is the side that sent
+// the first payload, and `saw_syn` is false so the consumer may decide.
+struct TcpConnection {
+  uint32_t id = 0;            // unique per capture, in order of appearance
+  Endpoint client;
+  Endpoint server;
+  bool saw_syn = false;
+};
+
+enum class StreamSide : uint8_t { FromClient, FromServer };
+
+class StreamSink {
+ public:
+  virtual ~StreamSink() = default;
+  virtual void on_open(const TcpConnection& c) = 0;
+  // In-order payload. `stream_offset` counts bytes of this direction from the
+  // first byte seen. Bytes are only valid during the call.
+  virtual void on_data(const TcpConnection& c, StreamSide side, uint64_t stream_offset,
+                       std::span<const uint8_t> bytes, const PacketMeta& meta) = 0;
+  // Bytes that never arrived (lost from the capture); the stream continues after them.
+  virtual void on_gap(const TcpConnection& c, StreamSide side, uint64_t stream_offset,
+                      uint64_t length, const PacketMeta& meta) = 0;
+  // FIN/RST seen in both directions, or end of capture.
+  virtual void on_close(const TcpConnection& c) = 0;
+  // A packet or file problem; `where` names the place ("packet 17", "file offset 123").
+  virtual void on_error(const PacketMeta& meta, const std::string& where, const std::string& reason) = 0;
+};
+
+struct CaptureOptions {
+  std::string bpf_filter;          // optional, applied by libpcap
+  size_t max_buffered_per_direction = 8u << 20;  // out-of-order bytes held back
+};
+
+struct CaptureStats {
+  uint64_t packets = 0;
+  uint64_t tcp_packets = 0;
+  uint64_t bytes = 0;              // captured bytes
+  uint64_t errors = 0;
+  uint64_t connections = 0;
+};
+
+// Reads a pcap or pcapng file and feeds `sink`. Returns false and fills
+// `error` only when the file cannot be opened at all; problems inside the
+// file (cut mid-packet, bad headers) go to sink.on_error and reading stops or
+// continues as appropriate, keeping everything delivered so far.
+bool read_capture_file(const std::string& path, const CaptureOptions& opts, StreamSink& sink,
+                       CaptureStats& stats, std::string& error);
+
+}  // namespace kwire
