@@ -1,5 +1,7 @@
 #include <cstdio>
 #include <iostream>
+#include <map>
+#include <tuple>
 #include <sstream>
 
 #include "cli/commands.hpp"
@@ -23,6 +25,7 @@ const char* kDecodeHelp =
     "  --errors           only frames with a non-zero error code or a decode error\n"
     "  -c N               stop printing after N frames\n"
     "  --stats            end with: stats: frames=N requests=N responses=N unmatched=N malformed=N\n"
+    "  --api-table        end with a table of frames per (api, version, direction)\n"
     "  --guess            decode responses whose request was not captured by trying versions\n"
     "  --overlay NAME     use a shipped spec overlay (see 'kwire specs')\n"
     "  --spec-dir DIR     load more specs; they replace messages of the same name\n";
@@ -37,6 +40,7 @@ struct Options {
   bool errors_only = false;
   long long limit = -1;
   bool stats = false;
+  bool api_table = false;
 };
 
 class Printer : public FrameHandler {
@@ -51,6 +55,7 @@ class Printer : public FrameHandler {
       if (f.direction == Direction::Request) ++requests_; else ++responses_;
       if (ctx.unmatched) ++unmatched_;
       if (!f.ok()) ++malformed_;
+      if (f.program) ++per_api_[{f.api_key, f.api_version, f.direction == Direction::Request ? 0 : 1}];
     }
     if (!first_time_set_) { first_sec_ = ctx.packet.ts_sec; first_usec_ = ctx.packet.ts_usec; first_time_set_ = true; }
     if (o_.limit >= 0 && printed_ >= o_.limit) return;
@@ -88,6 +93,17 @@ class Printer : public FrameHandler {
   }
 
   void finish() {
+    if (o_.api_table) {
+      char line[160];
+      snprintf(line, sizeof line, "%-4s %-40s %-8s %-9s %s\n", "key", "api", "version", "direction", "frames");
+      out_ << line;
+      for (const auto& [k, n] : per_api_) {
+        const MessageProgram* m = ps_.find(std::get<0>(k), std::get<1>(k), std::get<2>(k) ? Direction::Response : Direction::Request);
+        snprintf(line, sizeof line, "%-4d %-40s %-8d %-9s %llu\n", std::get<0>(k), m ? std::string(m->api_name).c_str() : "?",
+                 std::get<1>(k), std::get<2>(k) ? "response" : "request", static_cast<unsigned long long>(n));
+        out_ << line;
+      }
+    }
     if (o_.stats)
       out_ << "stats: frames=" << frames_ << " requests=" << requests_ << " responses=" << responses_
            << " unmatched=" << unmatched_ << " malformed=" << malformed_ << '\n';
@@ -103,6 +119,7 @@ class Printer : public FrameHandler {
   std::ostringstream out_;
   uint64_t frames_ = 0, requests_ = 0, responses_ = 0, unmatched_ = 0, malformed_ = 0, not_kafka_ = 0;
   uint64_t capture_errors_ = 0;
+  std::map<std::tuple<int, int, int>, uint64_t> per_api_;
   long long printed_ = 0;
   bool first_time_set_ = false;
   int64_t first_sec_ = 0;
@@ -170,6 +187,7 @@ int decode_command(std::vector<std::string> args) {
       if (o.limit < 0) { std::cerr << "kwire decode: -c needs a non-negative number, not " << *v << "\n"; return 2; }
     }
     else if (a == "--stats") o.stats = true;
+    else if (a == "--api-table") o.api_table = true;
     else if (a == "--guess") o.session.guess = true;
     else { std::cerr << "kwire decode: unknown option " << a << "\n" << kDecodeHelp; return 2; }
   }

@@ -317,7 +317,7 @@ void SyntheticCapture::send_udp(const Endpoint& from, const Endpoint& to, std::s
 
 void SyntheticCapture::write_frame(std::span<const uint8_t> frame) {
   frame_.assign(frame.begin(), frame.end());
-  emit();
+  emit(/*as_given=*/true);
 }
 
 void SyntheticCapture::begin_frame(bool v6, bool from_client) {
@@ -381,7 +381,7 @@ void SyntheticCapture::begin_frame(bool v6, bool from_client) {
 size_t SyntheticCapture::ip_header(const Endpoint& src, const Endpoint& dst, uint8_t proto) {
   const size_t at = frame_.size();
   if (!src.v6) {
-    put8(frame_, 0x45);
+    put8(frame_, opts_.ipv4_options ? 0x46 : 0x45);
     put8(frame_, 0);
     put16(frame_, 0);  // total length, set by finish_ip
     put16(frame_, ip_id_++);
@@ -391,6 +391,7 @@ size_t SyntheticCapture::ip_header(const Endpoint& src, const Endpoint& dst, uin
     put16(frame_, 0);  // checksum, set by finish_ip
     put(frame_, addr_of(src));
     put(frame_, addr_of(dst));
+    if (opts_.ipv4_options) frame_.insert(frame_.end(), {0x94, 0x04, 0x00, 0x00});  // router alert
     return at;
   }
   put32(frame_, 0x60000000);
@@ -412,7 +413,7 @@ void SyntheticCapture::finish_ip(size_t ip, size_t l4, uint8_t proto) {
   uint32_t pseudo = 0;
   if (frame_[ip] >> 4 == 4) {
     set16(frame_, ip + 2, static_cast<uint16_t>(frame_.size() - ip));
-    set16(frame_, ip + 10, fold(sum16(frame_.data() + ip, 20)));
+    set16(frame_, ip + 10, fold(sum16(frame_.data() + ip, (frame_[ip] & 0x0Fu) * 4u)));
     pseudo = sum16(frame_.data() + ip + 12, 8) + proto + static_cast<uint32_t>(l4_len);
   } else {
     set16(frame_, ip + 4, static_cast<uint16_t>(frame_.size() - ip - 40));
@@ -435,7 +436,7 @@ void SyntheticCapture::tcp_header(const Endpoint& src, const Endpoint& dst, uint
   put32(frame_, (flags & kTcpAck) ? ack : 0);
   put8(frame_, static_cast<uint8_t>((20 + options) / 4 << 4));
   put8(frame_, flags);
-  put16(frame_, 65535);  // window
+  put16(frame_, syn ? 65535 : 512);  // window (scaled by 128 after the SYNs)
   put16(frame_, 0);      // checksum, set by finish_ip
   put16(frame_, 0);      // urgent pointer
   const uint32_t tsval = static_cast<uint32_t>(std::chrono::duration_cast<std::chrono::milliseconds>(now_).count());
@@ -451,8 +452,11 @@ void SyntheticCapture::tcp_header(const Endpoint& src, const Endpoint& dst, uint
   }
 }
 
-void SyntheticCapture::emit() {
+void SyntheticCapture::emit(bool as_given) {
   if (!dumper_ && !ng_) throw std::logic_error("SyntheticCapture: write after finish()");
+  if (!as_given && opts_.link == LinkLayer::Ethernet && opts_.ethernet_padding && frame_.size() < 60) {
+    frame_.resize(60, 0);
+  }
   const uint32_t len = static_cast<uint32_t>(frame_.size());
   const uint32_t caplen = std::min(len, opts_.snaplen);
   const int64_t ns = now_.count();

@@ -57,6 +57,10 @@ struct SyntheticCaptureOptions {
   uint32_t loopback_ipv6_family = 24;
   // IPv6: a hop-by-hop and a destination options header before the TCP header.
   bool ipv6_extension_headers = false;
+  // IPv4: a Router Alert option, making the header 24 bytes.
+  bool ipv4_options = false;
+  // Ethernet: frames shorter than 60 bytes are padded with zeros, as on the wire.
+  bool ethernet_padding = false;
   // TCP options: MSS, SACK permitted, window scale and timestamps on SYNs,
   // timestamps on every other segment.
   bool tcp_options = true;
@@ -150,7 +154,7 @@ class SyntheticCapture {
   size_t ip_header(const Endpoint& src, const Endpoint& dst, uint8_t proto);
   void finish_ip(size_t ip_start, size_t l4_start, uint8_t proto);
   void tcp_header(const Endpoint& src, const Endpoint& dst, uint32_t seq, uint32_t ack, uint8_t flags);
-  void emit();
+  void emit(bool as_given = false);
   void write_pcapng_block(uint32_t type, std::span<const uint8_t> body);
 
   std::string path_;

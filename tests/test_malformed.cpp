@@ -2,6 +2,8 @@
 // that names it, and what decoded before the problem is kept.
 #include <gtest/gtest.h>
 
+#include <deque>
+
 #include "dissector/protocol/decoder.hpp"
 #include "dissector/protocol/records.hpp"
 #include "tests/test_support.hpp"
@@ -11,9 +13,13 @@ using kwire::test::Bytes;
 
 namespace {
 
-Frame decode_request(const std::vector<uint8_t>& bytes) {
+// Frames are views into their message bytes, so the bytes must outlive the
+// Frame: the helper keeps every message for the rest of the test program.
+Frame decode_request(std::vector<uint8_t> bytes) {
+  static std::deque<std::vector<uint8_t>> kept;
+  kept.push_back(std::move(bytes));
   Frame f;
-  FrameDecoder(ProgramSet::release()).decode_request(bytes, f);
+  FrameDecoder(ProgramSet::release()).decode_request(kept.back(), f);
   return f;
 }
 

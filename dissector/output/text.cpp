@@ -17,7 +17,7 @@ std::string quoted(std::string_view s) {
 }
 
 // The value of a leaf node as text ("3", "\"app\"", "NONE(0)").
-std::string value_text(const ProgramSet& ps, const Frame& f, const Node& n, std::string_view api) {
+std::string value_text(const ProgramSet& ps, const Node& n, std::string_view api) {
   const FieldDesc& d = ps.field(n.desc);
   if (n.is_null()) return "null";
   if (d.flags & kSensitive) return "<redacted " + std::to_string(n.aux) + " bytes>";
@@ -68,7 +68,7 @@ void tree(std::ostream& out, const ProgramSet& ps, const Frame& f, uint32_t i, i
       out << ": [";
       bool first = true;
       for (uint32_t c : Children(f, i)) {
-        out << (first ? "" : ", ") << value_text(ps, f, f.nodes[c], api);
+        out << (first ? "" : ", ") << value_text(ps, f.nodes[c], api);
         first = false;
       }
       out << "]\n";
@@ -94,7 +94,7 @@ void tree(std::ostream& out, const ProgramSet& ps, const Frame& f, uint32_t i, i
     for (uint32_t c : Children(f, i)) tree(out, ps, f, c, indent + 2, api);
     return;
   }
-  out << pad << label << ": " << value_text(ps, f, n, api) << "\n";
+  out << pad << label << ": " << value_text(ps, n, api) << "\n";
   if (n.type == WireType::Records)
     for (uint32_t c : Children(f, i)) tree(out, ps, f, c, indent + 2, api);
 }

@@ -54,8 +54,7 @@ class Run {
     switch (t) {
       case WireType::Int8: case WireType::Bool: {
         if (!need(1, d)) return false;
-        uint32_t n = f_.leaf(di, t, parent, start, 1);
-        f_.nodes[n].flags = flags;
+        uint32_t n = f_.leaf(di, t, parent, start, 1, flags);
         f_.nodes[n].v.i = t == WireType::Bool ? (*p_ != 0) : static_cast<int8_t>(*p_);
         f_.nodes[n].aux = *p_;  // keeps the raw byte of a bool for exact re-encoding
         p_ += 1;
@@ -81,16 +80,14 @@ class Run {
       }
       case WireType::Int64: case WireType::Float64: {
         if (!need(8, d)) return false;
-        uint32_t n = f_.leaf(di, t, parent, start, 8);
-        f_.nodes[n].flags = flags;
+        uint32_t n = f_.leaf(di, t, parent, start, 8, flags);
         f_.nodes[n].v.u = load_be64(p_);
         p_ += 8;
         return true;
       }
       case WireType::Uuid: {
         if (!need(16, d)) return false;
-        uint32_t n = f_.leaf(di, t, parent, start, 16);
-        f_.nodes[n].flags = flags;
+        uint32_t n = f_.leaf(di, t, parent, start, 16, flags);
         f_.nodes[n].v.p = p_;
         f_.nodes[n].aux = 16;
         p_ += 16;

@@ -20,30 +20,6 @@ void Frame::clear() {
   owned_.clear();
 }
 
-uint32_t Frame::open(uint32_t desc, WireType type, uint32_t parent, uint32_t offset, uint8_t flags) {
-  uint32_t idx = static_cast<uint32_t>(nodes.size());
-  Node& n = nodes.emplace_back();
-  n.desc = desc;
-  n.type = type;
-  n.parent = parent == kRoot ? idx : parent;
-  n.offset = offset;
-  n.flags = flags;
-  n.end = idx + 1;
-  return idx;
-}
-
-void Frame::close(uint32_t node, uint32_t end_offset) {
-  Node& n = nodes[node];
-  n.end = static_cast<uint32_t>(nodes.size());
-  n.length = end_offset - n.offset;
-}
-
-uint32_t Frame::leaf(uint32_t desc, WireType type, uint32_t parent, uint32_t offset, uint32_t length) {
-  uint32_t idx = open(desc, type, parent, offset);
-  nodes[idx].length = length;
-  return idx;
-}
-
 std::vector<uint8_t>& Frame::scratch() {
   if (scratch_used_ == scratch_.size()) scratch_.push_back(std::make_unique<std::vector<uint8_t>>());
   auto& buf = *scratch_[scratch_used_++];

@@ -20,7 +20,7 @@ namespace kwire {
 // Node::flags
 enum NodeFlag : uint8_t {
   kNull = 1 << 0,      // a null string, bytes, array or struct
-  kElement = 1 << 1,   // an array element (desc is the array's)
+  kElement = 1 << 1,   // an array element (desc is the array's; records use kDescRecord/kDescHeader)
   kInner = 1 << 2,     // offset is into a decompressed buffer, not the message
   kOverlay = 1 << 3,
 };
@@ -72,9 +72,28 @@ class Frame {
 
   static constexpr uint32_t kRoot = UINT32_MAX;  // parent of a root node
   // Builder used by the decoder, the records decoder and generators.
-  uint32_t open(uint32_t desc, WireType type, uint32_t parent, uint32_t offset, uint8_t flags = 0);
-  void close(uint32_t node, uint32_t end_offset);
-  uint32_t leaf(uint32_t desc, WireType type, uint32_t parent, uint32_t offset, uint32_t length);
+  // Inline: these run once per decoded field.
+  uint32_t open(uint32_t desc, WireType type, uint32_t parent, uint32_t offset, uint8_t flags = 0) {
+    uint32_t idx = static_cast<uint32_t>(nodes.size());
+    Node& n = nodes.emplace_back();
+    n.desc = desc;
+    n.type = type;
+    n.parent = parent == kRoot ? idx : parent;
+    n.offset = offset;
+    n.flags = flags;
+    n.end = idx + 1;
+    return idx;
+  }
+  void close(uint32_t node, uint32_t end_offset) {
+    Node& n = nodes[node];
+    n.end = static_cast<uint32_t>(nodes.size());
+    n.length = end_offset - n.offset;
+  }
+  uint32_t leaf(uint32_t desc, WireType type, uint32_t parent, uint32_t offset, uint32_t length, uint8_t flags = 0) {
+    uint32_t idx = open(desc, type, parent, offset, flags);
+    nodes[idx].length = length;
+    return idx;
+  }
 
   // Buffers that outlive the message bytes for this frame: decompressed
   // records and strings made by generators. Reused across clear().

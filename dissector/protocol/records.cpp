@@ -37,7 +37,7 @@ constexpr std::array<std::array<uint32_t, 256>, 8> make_crc_tables() {
     t[0][i] = c;
   }
   for (uint32_t i = 0; i < 256; ++i)
-    for (int s = 1; s < 8; ++s) t[s][i] = (t[s - 1][i] >> 8) ^ t[0][t[s - 1][i] & 0xff];
+    for (size_t s = 1; s < 8; ++s) t[s][i] = (t[s - 1][i] >> 8) ^ t[0][t[s - 1][i] & 0xff];
   return t;
 }
 constexpr auto kCrcTables = make_crc_tables();
@@ -148,6 +148,9 @@ inline uint64_t be64(const uint8_t* p) {
 
 enum class VarStatus : uint8_t { Ok, Truncated, Overlong };
 
+inline int32_t unzigzag(uint32_t v) { return static_cast<int32_t>((v >> 1) ^ (0u - (v & 1))); }
+inline int64_t unzigzag(uint64_t v) { return static_cast<int64_t>((v >> 1) ^ (0ull - (v & 1))); }
+
 // Zig-zag varints as Kafka's ByteUtils reads them: a varint has at most 5
 // bytes, a varlong at most 10; a longer run of continuation bits is rejected.
 // Bits past 32 (64) in the last byte are dropped, as Kafka does. `p` only
@@ -161,18 +164,27 @@ enum class VarStatus : uint8_t { Ok, Truncated, Overlong };
     v |= uint32_t(b & 0x7f) << shift;
     if (!(b & 0x80)) {
       p = q;
-      out = static_cast<int32_t>((v >> 1) ^ (0u - (v & 1)));
+      out = unzigzag(v);
       return VarStatus::Ok;
     }
   }
   return VarStatus::Overlong;
 }
 
+// Inline for the common one- and two-byte forms (values -8192..8191).
 inline VarStatus read_varint(const uint8_t*& p, const uint8_t* end, int32_t& out) {
-  if (p < end && !(*p & 0x80)) [[likely]] {
-    uint32_t v = *p++;
-    out = static_cast<int32_t>((v >> 1) ^ (0u - (v & 1)));
-    return VarStatus::Ok;
+  if (p < end) [[likely]] {
+    uint32_t b0 = p[0];
+    if (!(b0 & 0x80)) [[likely]] {
+      p += 1;
+      out = unzigzag(b0);
+      return VarStatus::Ok;
+    }
+    if (end - p >= 2 && !(p[1] & 0x80)) {
+      out = unzigzag((b0 & 0x7f) | uint32_t(p[1]) << 7);
+      p += 2;
+      return VarStatus::Ok;
+    }
   }
   return read_varint_slow(p, end, out);
 }
@@ -186,7 +198,7 @@ inline VarStatus read_varint(const uint8_t*& p, const uint8_t* end, int32_t& out
     v |= uint64_t(b & 0x7f) << shift;
     if (!(b & 0x80)) {
       p = q;
-      out = static_cast<int64_t>((v >> 1) ^ (0ull - (v & 1)));
+      out = unzigzag(v);
       return VarStatus::Ok;
     }
   }
@@ -194,10 +206,18 @@ inline VarStatus read_varint(const uint8_t*& p, const uint8_t* end, int32_t& out
 }
 
 inline VarStatus read_varlong(const uint8_t*& p, const uint8_t* end, int64_t& out) {
-  if (p < end && !(*p & 0x80)) [[likely]] {
-    uint64_t v = *p++;
-    out = static_cast<int64_t>((v >> 1) ^ (0ull - (v & 1)));
-    return VarStatus::Ok;
+  if (p < end) [[likely]] {
+    uint64_t b0 = p[0];
+    if (!(b0 & 0x80)) [[likely]] {
+      p += 1;
+      out = unzigzag(b0);
+      return VarStatus::Ok;
+    }
+    if (end - p >= 2 && !(p[1] & 0x80)) {
+      out = unzigzag((b0 & 0x7f) | uint64_t(p[1]) << 7);
+      p += 2;
+      return VarStatus::Ok;
+    }
   }
   return read_varlong_slow(p, end, out);
 }
@@ -226,6 +246,10 @@ constexpr uint32_t kLz4FrameMagic = 0x184D2204;
 constexpr size_t kMinRecordSize = 7;  // length, attributes, 2 deltas, key, value, header count
 
 std::string too_big(size_t limit) { return fmt("decompressed size exceeds limit (%zu bytes)", limit); }
+// The compressed data states its size up front and it is too big.
+std::string too_big(size_t limit, const char* what, uint64_t declared) {
+  return too_big(limit) + fmt(": %s declares %llu bytes", what, static_cast<unsigned long long>(declared));
+}
 
 // Sizes `out` for the first decompression step. `hint` comes off the wire
 // (a size in the compressed data's header): trusted only as far as deflate's
@@ -288,7 +312,7 @@ std::string unsnappy_block(const uint8_t* in, size_t n, std::vector<uint8_t>& ou
   size_t ulen = 0;
   if (snappy_uncompressed_length(reinterpret_cast<const char*>(in), n, &ulen) != SNAPPY_OK)
     return "bad block header";
-  if (ulen > limit - out.size()) return too_big(limit);
+  if (ulen > limit - out.size()) return too_big(limit, "a snappy block", ulen);
   size_t at = out.size();
   out.resize(at + ulen);
   size_t got = ulen;
@@ -339,7 +363,7 @@ struct Lz4Decoder {
 size_t lz4_header_length(std::span<const uint8_t> in) {
   if (in.size() < 7 || le32(in.data()) != kLz4FrameMagic) return 0;
   uint8_t flg = in[4];
-  return 7 + ((flg & 0x08) ? 8 : 0) + ((flg & 0x01) ? 4 : 0);
+  return size_t{7} + ((flg & 0x08) ? 8u : 0u) + ((flg & 0x01) ? 4u : 0u);
 }
 
 // LZ4 frame format. `fix_header_checksum`: magic 0 message sets carry a header
@@ -354,7 +378,7 @@ std::string unlz4(std::span<const uint8_t> in, std::vector<uint8_t>& out, size_t
   size_t hint = 0;
   if (hlen && (in[4] & 0x08)) {
     uint64_t content = uint64_t(le32(in.data() + 6)) | uint64_t(le32(in.data() + 10)) << 32;
-    if (content > limit) return too_big(limit);
+    if (content > limit) return too_big(limit, "the lz4 frame", content);
     hint = static_cast<size_t>(content);
   }
   start_output(out, hint, in.size(), hard);
@@ -402,13 +426,13 @@ std::string unzstd(std::span<const uint8_t> in, std::vector<uint8_t>& out, size_
   ZSTD_DCtx_reset(zs.d, ZSTD_reset_session_only);
   // Refuse windows (decoder memory) much larger than the output may be.
   constexpr int kZstdDefaultWindowLogMax = 27;  // ZSTD_WINDOWLOG_LIMIT_DEFAULT (experimental API)
-  int wlog = std::clamp(static_cast<int>(std::bit_width(limit)), 23, kZstdDefaultWindowLogMax);
+  int wlog = std::clamp(static_cast<int>(std::bit_width(limit > 0 ? limit - 1 : 0)), 23, kZstdDefaultWindowLogMax);
   ZSTD_DCtx_setParameter(zs.d, ZSTD_d_windowLogMax, wlog);
   const size_t hard = limit + 1;
   size_t hint = 0;
   unsigned long long content = ZSTD_getFrameContentSize(in.data(), in.size());
   if (content != ZSTD_CONTENTSIZE_UNKNOWN && content != ZSTD_CONTENTSIZE_ERROR) {
-    if (content > limit) return too_big(limit);
+    if (content > limit) return too_big(limit, "the zstd frame", content);
     hint = static_cast<size_t>(content);
   }
   start_output(out, hint, in.size(), hard);
@@ -527,7 +551,8 @@ bool RecordsDecoder::set(const Place& pl, uint32_t parent, int depth, uint32_t* 
     int magic = left > 16 ? p[16] : -1;
     if (left >= kLogOverhead) {
       if (magic > 2) {
-        f_.fail(pl.error_offset(pos), pl.where("record batch", pos) + fmt(": bad magic %d", magic));
+        f_.fail(pl.error_offset(pos), pl.where(depth > 0 ? "message" : "record batch", pos) +
+                                          fmt(": bad magic %d", magic));
         return false;
       }
       int32_t min = kMinSize[magic < 0 ? 0 : magic];
@@ -869,7 +894,7 @@ void put64(std::vector<uint8_t>& o, uint64_t v) {
   for (int s = 56; s >= 0; s -= 8) o.push_back(uint8_t(v >> s));
 }
 void set32(std::vector<uint8_t>& o, size_t at, uint32_t v) {
-  for (int i = 0; i < 4; ++i) o[at + i] = uint8_t(v >> (24 - 8 * i));
+  for (size_t i = 0; i < 4; ++i) o[at + i] = uint8_t(v >> (24 - 8 * i));
 }
 void put_uvarint(std::vector<uint8_t>& o, uint64_t v) {
   while (v >= 0x80) {

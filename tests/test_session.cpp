@@ -1,0 +1,168 @@
+// Kafka sessions over TCP: framing across segments, correlation matching with
+// pipelining, Kafka on other ports, and streams that are not Kafka.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "dissector/output/output.hpp"
+#include "dissector/protocol/session.hpp"
+#include "recorder/pcap_writer.hpp"
+#include "tests/test_support.hpp"
+
+using namespace kwire;
+
+namespace {
+
+struct Seen {
+  std::string summary;
+  bool unmatched;
+  bool not_kafka;
+  std::string src;
+};
+
+class Collect : public FrameHandler {
+ public:
+  void on_frame(const FrameContext& ctx, const Frame& f) override {
+    frames.push_back({summarize(ProgramSet::release(), f, &ctx), ctx.unmatched, ctx.not_kafka, ctx.src.str()});
+  }
+  void on_capture_error(const PacketMeta&, const std::string& where, const std::string& reason) override {
+    errors.push_back(where + ": " + reason);
+  }
+  std::vector<Seen> frames;
+  std::vector<std::string> errors;
+};
+
+class Sessions : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = (std::filesystem::temp_directory_path() / ("kwire-session-" + std::to_string(::getpid()) + ".pcap")).string();
+  }
+  void TearDown() override { std::filesystem::remove(path_); }
+
+  Collect decode(SessionOptions opts = {}) {
+    Collect c;
+    KafkaSessions sessions(ProgramSet::release(), opts, c);
+    CaptureStats stats;
+    std::string error;
+    EXPECT_TRUE(read_capture_file(path_, {}, sessions, stats, error)) << error;
+    return c;
+  }
+
+  static std::vector<uint8_t> join(std::vector<std::vector<uint8_t>> parts) {
+    std::vector<uint8_t> out;
+    for (auto& p : parts) out.insert(out.end(), p.begin(), p.end());
+    return out;
+  }
+
+  std::string path_;
+};
+
+}  // namespace
+
+TEST_F(Sessions, PipelinedRequestsInOneSegmentAndAResponseInTinySegments) {
+  {
+    SyntheticCapture cap(path_);
+    uint32_t c = cap.connect(make_endpoint("10.1.1.1", 40000), make_endpoint("10.1.1.2", 9092));
+    cap.send(c, StreamSide::FromClient, join({test::heartbeat_request(1, "a", 0), test::heartbeat_request(2, "a", 1)}));
+    cap.send(c, StreamSide::FromServer, test::heartbeat_response(1, "a", 1), 7);  // 7-byte segments
+    cap.send(c, StreamSide::FromServer, test::heartbeat_response(2, "a", 2, 25), 3);
+    cap.close(c);
+  }
+  auto seen = decode();
+  ASSERT_EQ(seen.frames.size(), 4u);
+  EXPECT_EQ(seen.frames[0].summary, "StreamsGroupHeartbeat v1 Request corr=1 group=orders-app member=a epoch=0");
+  EXPECT_EQ(seen.frames[1].summary, "StreamsGroupHeartbeat v1 Request corr=2 group=orders-app member=a epoch=1");
+  EXPECT_EQ(seen.frames[2].summary, "StreamsGroupHeartbeat v1 Response corr=1 member=a epoch=1 error=NONE");
+  EXPECT_EQ(seen.frames[3].summary, "StreamsGroupHeartbeat v1 Response corr=2 member=a epoch=2 error=UNKNOWN_MEMBER_ID");
+  EXPECT_TRUE(seen.errors.empty());
+}
+
+TEST_F(Sessions, KafkaOnAnotherPortIsRecognisedFromItsFirstRequest) {
+  {
+    SyntheticCapture cap(path_);
+    uint32_t c = cap.connect(make_endpoint("127.0.0.1", 40001), make_endpoint("127.0.0.1", 19092));
+    cap.send(c, StreamSide::FromClient, test::heartbeat_request(5, "b", 0));
+    cap.send(c, StreamSide::FromServer, test::heartbeat_response(5, "b", 1));
+  }
+  auto seen = decode();
+  ASSERT_EQ(seen.frames.size(), 2u);
+  EXPECT_EQ(seen.frames[1].summary, "StreamsGroupHeartbeat v1 Response corr=5 member=b epoch=1 error=NONE");
+  EXPECT_EQ(seen.frames[1].src, "127.0.0.1:19092");
+}
+
+TEST_F(Sessions, HandshakeNotCapturedAndTheBrokerSpeaksFirst) {
+  {
+    SyntheticCapture cap(path_);
+    ConnectOptions mid;
+    mid.handshake = false;
+    // The first packet seen comes from the broker's side.
+    uint32_t c = cap.connect(make_endpoint("127.0.0.1", 9092), make_endpoint("127.0.0.1", 40002), mid);
+    cap.send(c, StreamSide::FromClient, test::heartbeat_response(3, "c", 4));
+    cap.send(c, StreamSide::FromServer, test::heartbeat_request(4, "c", 4));
+    cap.send(c, StreamSide::FromClient, test::heartbeat_response(4, "c", 4));
+  }
+  auto seen = decode();
+  ASSERT_EQ(seen.frames.size(), 3u);
+  EXPECT_TRUE(seen.frames[0].unmatched);
+  EXPECT_EQ(seen.frames[0].summary, "Response corr=3 (unmatched: request not captured)");
+  EXPECT_EQ(seen.frames[1].src, "127.0.0.1:40002");
+  EXPECT_EQ(seen.frames[2].summary, "StreamsGroupHeartbeat v1 Response corr=4 member=c epoch=4 error=NONE");
+}
+
+TEST_F(Sessions, GuessDecodesAnUnmatchedResponseAndSaysSo) {
+  {
+    SyntheticCapture cap(path_);
+    ConnectOptions mid;
+    mid.handshake = false;
+    uint32_t c = cap.connect(make_endpoint("127.0.0.1", 40003), make_endpoint("127.0.0.1", 9092), mid);
+    cap.send(c, StreamSide::FromServer, test::heartbeat_response(3, "c", 4));
+  }
+  SessionOptions opts;
+  opts.guess = true;
+  auto seen = decode(opts);
+  ASSERT_EQ(seen.frames.size(), 1u);
+  EXPECT_TRUE(seen.frames[0].unmatched);
+  EXPECT_NE(seen.frames[0].summary.find("[version guessed: request not captured]"), std::string::npos)
+      << seen.frames[0].summary;
+}
+
+TEST_F(Sessions, TlsOnAKafkaPortIsReportedNotDecoded) {
+  {
+    SyntheticCapture cap(path_);
+    uint32_t c = cap.connect(make_endpoint("127.0.0.1", 40004), make_endpoint("127.0.0.1", 9093));
+    std::vector<uint8_t> hello = {0x16, 0x03, 0x01, 0x00, 0x05, 0x01, 0x00, 0x00, 0x01, 0x00};
+    cap.send(c, StreamSide::FromClient, hello);
+    cap.send(c, StreamSide::FromServer, hello);
+  }
+  SessionOptions opts;
+  opts.ports = {9093};
+  auto seen = decode(opts);
+  ASSERT_EQ(seen.frames.size(), 1u);
+  EXPECT_TRUE(seen.frames[0].not_kafka);
+  EXPECT_EQ(seen.frames[0].summary, "Not Kafka: stream is TLS-encrypted; not decoded");
+}
+
+TEST_F(Sessions, LostSegmentIsReportedAndTheDirectionStops) {
+  {
+    SyntheticCapture cap(path_);
+    uint32_t c = cap.connect(make_endpoint("127.0.0.1", 40005), make_endpoint("127.0.0.1", 9092));
+    auto two = join({test::heartbeat_request(1, "d", 0), test::heartbeat_request(2, "d", 1)});
+    cap.send(c, StreamSide::FromClient, two, 20, {0, 2, 3, 4, 5, 6});  // the second segment is lost
+    cap.close(c);
+  }
+  auto seen = decode();
+  ASSERT_EQ(seen.frames.size(), 1u);
+  EXPECT_NE(seen.frames[0].summary.find("[malformed at offset 0: 20 bytes at stream offset 20 are missing from the capture"),
+            std::string::npos)
+      << seen.frames[0].summary;
+}
+
+TEST_F(Sessions, OtherTcpTrafficIsIgnored) {
+  {
+    SyntheticCapture cap(path_);
+    uint32_t c = cap.connect(make_endpoint("127.0.0.1", 40006), make_endpoint("127.0.0.1", 8080));
+    std::string http = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    cap.send(c, StreamSide::FromClient, std::vector<uint8_t>(http.begin(), http.end()));
+  }
+  EXPECT_TRUE(decode().frames.empty());
+}
