@@ -19,10 +19,10 @@ build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
 # Decodes the bundled capture and prints its streams-group frames.
+STREAMS_APIS = StreamsGroupHeartbeat,StreamsGroupDescribe,StreamsGroupTopologyDescriptionUpdate,DescribeTopicPartitions,DeleteGroups
 demo: build
-	$(BUILD)/kwire decode -r captures/demo.pcapng --api StreamsGroupHeartbeat --stats
-	$(BUILD)/kwire decode -r captures/demo.pcapng --api StreamsGroupDescribe -V
-	$(BUILD)/kwire decode -r captures/demo.pcapng --api StreamsGroupTopologyDescriptionUpdate
+	$(BUILD)/kwire decode -r captures/demo.pcapng --api $(STREAMS_APIS) --stats
+	$(BUILD)/kwire decode -r captures/demo.pcapng --api StreamsGroupTopologyDescriptionUpdate -V -c 1
 
 # Every test, through ctest, with warnings as errors and ASan+UBSan.
 test: deps

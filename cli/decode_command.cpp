@@ -21,7 +21,7 @@ const char* kDecodeHelp =
     "  -f FILTER          BPF capture filter applied while reading\n"
     "  -V                 print the full field tree of each frame\n"
     "  -T text|json       output format; json: one object per line\n"
-    "  --api NAME|KEY     only frames of this API\n"
+    "  --api NAME|KEY,..  only frames of these APIs\n"
     "  --errors           only frames with a non-zero error code or a decode error\n"
     "  -c N               stop printing after N frames\n"
     "  --stats            end with: stats: frames=N requests=N responses=N unmatched=N malformed=N\n"
@@ -36,7 +36,7 @@ struct Options {
   CaptureOptions capture;
   bool verbose = false;
   bool json = false;
-  int api = -1;
+  std::set<int> apis;  // empty: all
   bool errors_only = false;
   long long limit = -1;
   bool stats = false;
@@ -59,7 +59,7 @@ class Printer : public FrameHandler {
     }
     if (!first_time_set_) { first_sec_ = ctx.packet.ts_sec; first_usec_ = ctx.packet.ts_usec; first_time_set_ = true; }
     if (o_.limit >= 0 && printed_ >= o_.limit) return;
-    if (o_.api >= 0 && f.api_key != o_.api) return;
+    if (!o_.apis.empty() && !o_.apis.count(f.api_key)) return;
     if (o_.errors_only && f.ok() && !has_error_code(ps_, f)) return;
     ++printed_;
     if (o_.json) {
@@ -176,9 +176,13 @@ int decode_command(std::vector<std::string> args) {
     }
     else if (a == "--api") {
       auto v = next("an api name or key"); if (!v) return 2;
-      const MessageProgram* m = ps.find_api(*v);
-      if (!m) { std::cerr << "kwire decode: no API named " << *v << " (see 'kwire specs')\n"; return 2; }
-      o.api = m->api_key;
+      std::stringstream list(*v);
+      std::string name;
+      while (std::getline(list, name, ',')) {
+        const MessageProgram* m = ps.find_api(name);
+        if (!m) { std::cerr << "kwire decode: no API named " << name << " (see 'kwire specs')\n"; return 2; }
+        o.apis.insert(m->api_key);
+      }
     }
     else if (a == "--errors") o.errors_only = true;
     else if (a == "-c") {

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -187,4 +188,38 @@ TEST(SpecsCli, ListsEveryApiAndShowsLayouts) {
   auto v0 = kwire_cmd("specs StreamsGroupHeartbeatResponse -v 0");
   EXPECT_NE(v0.out.find("AcceptableRecoveryLagLegacy"), std::string::npos);
   EXPECT_EQ(v0.out.find("AcceptableRecoveryLag "), std::string::npos);
+}
+
+TEST(DemoCapture, RealBrokerTrafficDecodesCompletely) {
+  // captures/demo.pcapng: Kafka 4.4.0 broker and Kafka Streams client on loopback.
+  auto r = kwire_cmd(std::string("decode -r ") + KWIRE_SOURCE_DIR + "/captures/demo.pcapng --stats --api-table -c 0");
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto got = lines(r.out);
+  ASSERT_FALSE(got.empty());
+  EXPECT_EQ(got.back(), "stats: frames=206 requests=103 responses=103 unmatched=0 malformed=0");
+  for (const char* row : {"88   StreamsGroupHeartbeat                    1        request   13",
+                          "89   StreamsGroupDescribe                     1        response  2",
+                          "93   StreamsGroupTopologyDescriptionUpdate    0        response  1",
+                          "75   DescribeTopicPartitions                  0        response  1",
+                          "42   DeleteGroups                             3        response  1"})
+    EXPECT_NE(r.out.find(row), std::string::npos) << row;
+
+  auto describe = kwire_cmd(std::string("decode -r ") + KWIRE_SOURCE_DIR + "/captures/demo.pcapng --api 89 -T json");
+  auto frames = lines(describe.out);
+  ASSERT_EQ(frames.size(), 4u);
+  auto live = nlohmann::json::parse(frames[1]);
+  const auto& group = live["body"]["groups"][0];
+  EXPECT_EQ(group["groupId"], "orders-app");
+  EXPECT_EQ(group["groupState"], "Stable");
+  EXPECT_EQ(group["topologyDescriptionStatus"], 3);
+  EXPECT_EQ(group["assignorName"], "sticky");
+  const auto& nodes = group["topologyDescription"]["subtopologies"][0]["nodes"];
+  ASSERT_EQ(nodes.size(), 3u);
+  std::map<std::string, nlohmann::json> by_name;
+  for (const auto& n : nodes) by_name[n["name"]] = n;
+  EXPECT_EQ(by_name["KSTREAM-SOURCE-0000000000"]["sourceTopics"][0], "orders");
+  EXPECT_EQ(by_name["KSTREAM-SOURCE-0000000000"]["successors"][0], "KSTREAM-FILTER-0000000001");
+  EXPECT_EQ(by_name["KSTREAM-FILTER-0000000001"]["successors"][0], "KSTREAM-SINK-0000000002");
+  EXPECT_EQ(by_name["KSTREAM-SINK-0000000002"]["sinkTopic"], "valid-orders");
+  EXPECT_EQ(by_name["KSTREAM-SINK-0000000002"]["nodeType"], 3);
 }

@@ -1,6 +1,7 @@
 #include <cinttypes>
 #include <cstring>
 #include <sstream>
+#include <vector>
 
 #include "dissector/output/output.hpp"
 #include "dissector/protocol/codes.hpp"
@@ -143,6 +144,18 @@ std::string summarize(const ProgramSet& ps, const Frame& f, const FrameContext* 
   o << " corr=" << f.correlation_id;
   if (ctx && ctx->unmatched && !f.guessed) o << " (unmatched: request not captured)";
   if (f.program && f.body && f.body < f.nodes.size()) {
+    if (!find_field(f, ps, f.body, "GroupId")) {
+      // Batched group APIs (describe, delete): the group ids anywhere in the body.
+      std::vector<std::string_view> groups;
+      for (uint32_t i = f.body + 1; i < f.nodes.size(); ++i) {
+        const Node& n = f.nodes[i];
+        if (n.type == WireType::String && !n.is_null() && ps.field(n.desc).entity == "groupId") groups.push_back(n.str());
+      }
+      if (!groups.empty()) {
+        o << " group=" << groups.front();
+        if (groups.size() > 1) o << "(+" << groups.size() - 1 << ")";
+      }
+    }
     for (const auto& sf : kSummaryFields) {
       const Node* n = find_field(f, ps, f.body, sf.field);
       if (!n || n->is_null()) continue;
