@@ -64,18 +64,24 @@ class Printer : public FrameHandler {
     ++printed_;
     if (o_.json) {
       write_json(out_, ps_, f, ctx);
-      out_ << '\n';
+      out_ += '\n';
     } else {
       double rel = static_cast<double>(ctx.packet.ts_sec - first_sec_) + (ctx.packet.ts_usec - first_usec_) / 1e6;
-      char head[160];
+      char head[64];
       snprintf(head, sizeof head, "%6llu %10.6f ", static_cast<unsigned long long>(ctx.number), rel);
-      out_ << head << ctx.src.str() << " \u2192 " << ctx.dst.str() << " " << summarize(ps_, f, &ctx) << '\n';
+      out_ += head;
+      out_ += ctx.src.str();
+      out_ += " \u2192 ";
+      out_ += ctx.dst.str();
+      out_ += ' ';
+      append_summary(out_, ps_, f, &ctx);
+      out_ += '\n';
       if (o_.verbose) {
         write_tree(out_, ps_, f, 4);
-        out_ << '\n';
+        out_ += '\n';
       }
     }
-    if (out_.tellp() > (1 << 16)) flush();
+    if (out_.size() > (1 << 16)) flush();
   }
 
   void on_capture_error(const PacketMeta& meta, const std::string& where, const std::string& reason) override {
@@ -87,26 +93,30 @@ class Printer : public FrameHandler {
   }
 
   void flush() {
-    std::string s = out_.str();
-    fwrite(s.data(), 1, s.size(), stdout);
-    out_.str({});
+    fwrite(out_.data(), 1, out_.size(), stdout);
+    out_.clear();
   }
 
   void finish() {
     if (o_.api_table) {
       char line[160];
       snprintf(line, sizeof line, "%-4s %-40s %-8s %-9s %s\n", "key", "api", "version", "direction", "frames");
-      out_ << line;
+      out_ += line;
       for (const auto& [k, n] : per_api_) {
         const MessageProgram* m = ps_.find(std::get<0>(k), std::get<1>(k), std::get<2>(k) ? Direction::Response : Direction::Request);
         snprintf(line, sizeof line, "%-4d %-40s %-8d %-9s %llu\n", std::get<0>(k), m ? std::string(m->api_name).c_str() : "?",
                  std::get<1>(k), std::get<2>(k) ? "response" : "request", static_cast<unsigned long long>(n));
-        out_ << line;
+        out_ += line;
       }
     }
-    if (o_.stats)
-      out_ << "stats: frames=" << frames_ << " requests=" << requests_ << " responses=" << responses_
-           << " unmatched=" << unmatched_ << " malformed=" << malformed_ << '\n';
+    if (o_.stats) {
+      char line[200];
+      snprintf(line, sizeof line, "stats: frames=%llu requests=%llu responses=%llu unmatched=%llu malformed=%llu\n",
+               static_cast<unsigned long long>(frames_), static_cast<unsigned long long>(requests_),
+               static_cast<unsigned long long>(responses_), static_cast<unsigned long long>(unmatched_),
+               static_cast<unsigned long long>(malformed_));
+      out_ += line;
+    }
     flush();
     fflush(stdout);
   }
@@ -116,7 +126,7 @@ class Printer : public FrameHandler {
  private:
   const ProgramSet& ps_;
   const Options& o_;
-  std::ostringstream out_;
+  std::string out_;
   uint64_t frames_ = 0, requests_ = 0, responses_ = 0, unmatched_ = 0, malformed_ = 0, not_kafka_ = 0;
   uint64_t capture_errors_ = 0;
   std::map<std::tuple<int, int, int>, uint64_t> per_api_;

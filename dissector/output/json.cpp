@@ -6,135 +6,147 @@
 
 namespace kwire {
 
-void json_string(std::ostream& out, std::string_view s) {
-  out << '"';
+void json_string(std::string& out, std::string_view s) {
+  out += '"';
   const auto* p = reinterpret_cast<const uint8_t*>(s.data());
   const auto* end = p + s.size();
   while (p < end) {
+    // Copy runs of plain ASCII in one go.
+    const auto* run = p;
+    while (p < end && *p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\') ++p;
+    out.append(reinterpret_cast<const char*>(run), static_cast<size_t>(p - run));
+    if (p == end) break;
     uint8_t c = *p;
-    if (c == '"' || c == '\\') { out << '\\' << static_cast<char>(c); ++p; continue; }
+    if (c == '"' || c == '\\') { out += '\\'; out += static_cast<char>(c); ++p; continue; }
     if (c < 0x20) {
-      char b[8];
-      snprintf(b, sizeof b, "\\u%04x", c);
-      out << b;
+      static const char kHex[] = "0123456789abcdef";
+      out.append("\\u00");
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
       ++p;
       continue;
     }
-    if (c < 0x80) { out << static_cast<char>(c); ++p; continue; }
-    // Copy valid UTF-8 sequences; replace invalid bytes with U+FFFD.
     int len = (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
     bool ok = len > 0 && end - p >= len;
     for (int k = 1; ok && k < len; ++k) ok = (p[k] & 0xc0) == 0x80;
-    if (ok) { out.write(reinterpret_cast<const char*>(p), len); p += len; }
-    else { out << "\xef\xbf\xbd"; ++p; }
+    if (ok) { out.append(reinterpret_cast<const char*>(p), static_cast<size_t>(len)); p += len; }
+    else { out.append("\xef\xbf\xbd"); ++p; }
   }
-  out << '"';
+  out += '"';
 }
 
 namespace {
 
-void value(std::ostream& out, const ProgramSet& ps, const Frame& f, uint32_t i);
+void value(std::string& out, const ProgramSet& ps, const Frame& f, uint32_t i);
 
-void object(std::ostream& out, const ProgramSet& ps, const Frame& f, uint32_t i) {
-  out << '{';
+void object(std::string& out, const ProgramSet& ps, const Frame& f, uint32_t i) {
+  out += '{';
   bool first = true;
   bool unknown_open = false;
   for (uint32_t c : Children(f, i)) {
     const Node& n = f.nodes[c];
     if (n.desc == kDescUnknownTag) {
       // Kafka's converters drop unknown tagged fields; kwire keeps them.
-      out << (first ? "" : ",") << (unknown_open ? "" : "\"_unknownTaggedFields\":[");
-      if (unknown_open) out << ',';
-      out << "{\"tag\":" << n.tag << ",\"data\":\"" << wire::base64(n.bytes()) << "\"}";
+      out += first ? "" : ",";
+      out += unknown_open ? "" : "\"_unknownTaggedFields\":[";
+      if (unknown_open) out += ',';
+      out += "{\"tag\":";
+      append_int(out, n.tag);
+      out += ",\"data\":\"";
+      wire::append_base64(out, n.bytes());
+      out += "\"}";
       unknown_open = true;
       first = false;
       continue;
     }
-    if (unknown_open) { out << ']'; unknown_open = false; }
-    out << (first ? "" : ",");
-    json_string(out, ps.field(n.desc).json_name);
-    out << ':';
+    if (unknown_open) { out += ']'; unknown_open = false; }
+    if (!first) out += ',';
+    out += '"';
+    out += ps.field(n.desc).json_name;  // spec names are plain ASCII
+    out += "\":";
     value(out, ps, f, c);
     first = false;
   }
-  if (unknown_open) out << ']';
-  out << '}';
+  if (unknown_open) out += ']';
+  out += '}';
 }
 
-void value(std::ostream& out, const ProgramSet& ps, const Frame& f, uint32_t i) {
+void value(std::string& out, const ProgramSet& ps, const Frame& f, uint32_t i) {
   const Node& n = f.nodes[i];
   const FieldDesc& d = ps.field(n.desc);
-  if (n.is_null()) { out << "null"; return; }
-  if (d.flags & kSensitive) { out << "\"<redacted>\""; return; }
+  if (n.is_null()) { out += "null"; return; }
+  if (d.flags & kSensitive) { out += "\"<redacted>\""; return; }
   switch (n.type) {
-    case WireType::Bool: out << (n.v.i ? "true" : "false"); return;
-    case WireType::Float64:
-      if (std::isfinite(n.v.f)) { char b[32]; snprintf(b, sizeof b, "%.17g", n.v.f); out << b; }
-      else out << '"' << n.v.f << '"';
+    case WireType::Bool: out += n.v.i ? "true" : "false"; return;
+    case WireType::Float64: {
+      char b[32];
+      if (std::isfinite(n.v.f)) snprintf(b, sizeof b, "%.17g", n.v.f);
+      else snprintf(b, sizeof b, "\"%g\"", n.v.f);  // Kafka writes NaN/Infinity as strings too
+      out += b;
       return;
-    case WireType::Uuid: out << '"' << wire::uuid_to_string(n.v.p) << '"'; return;
+    }
+    case WireType::Uuid: out += '"'; out += wire::uuid_to_string(n.v.p); out += '"'; return;
     case WireType::String: case WireType::VarString: json_string(out, n.str()); return;
-    case WireType::Bytes: case WireType::VarBytes: out << '"' << wire::base64(n.bytes()) << '"'; return;
-    case WireType::Records: {
-      // Batches as objects rather than Kafka's opaque byte count.
-      out << '[';
+    case WireType::Bytes: case WireType::VarBytes:
+      out += '"';
+      wire::append_base64(out, n.bytes());
+      out += '"';
+      return;
+    case WireType::Records: case WireType::Array: {
+      // Records as their batches rather than Kafka's opaque byte count.
+      out += '[';
       bool first = true;
       for (uint32_t c : Children(f, i)) {
-        out << (first ? "" : ",");
+        if (!first) out += ',';
         value(out, ps, f, c);
         first = false;
       }
-      out << ']';
+      out += ']';
       return;
     }
     case WireType::Struct: object(out, ps, f, i); return;
-    case WireType::Array: {
-      out << '[';
-      bool first = true;
-      for (uint32_t c : Children(f, i)) {
-        out << (first ? "" : ",");
-        value(out, ps, f, c);
-        first = false;
-      }
-      out << ']';
-      return;
-    }
-    default: out << n.v.i; return;
+    default: append_int(out, n.v.i); return;
   }
 }
 
 }  // namespace
 
-void write_json_struct(std::ostream& out, const ProgramSet& ps, const Frame& f, uint32_t node) {
-  value(out, ps, f, node);
-}
-
-void write_json(std::ostream& out, const ProgramSet& ps, const Frame& f, const FrameContext& ctx) {
+void write_json(std::string& out, const ProgramSet& ps, const Frame& f, const FrameContext& ctx) {
   char t[48];
   snprintf(t, sizeof t, "%lld.%06d", static_cast<long long>(ctx.packet.ts_sec), ctx.packet.ts_usec);
-  out << "{\"frame\":" << ctx.number << ",\"time\":" << t << ",\"src\":\"" << ctx.src.str() << "\",\"dst\":\""
-      << ctx.dst.str() << "\",\"direction\":\"" << (f.direction == Direction::Request ? "request" : "response")
-      << "\",\"apiKey\":";
-  if (f.api_key >= 0) out << f.api_key; else out << "null";
-  out << ",\"apiVersion\":";
-  if (f.api_key >= 0) out << f.api_version; else out << "null";
-  out << ",\"apiName\":";
-  if (f.program) json_string(out, f.program->api_name); else out << "null";
-  out << ",\"correlationId\":" << f.correlation_id;
-  if (ctx.unmatched) out << ",\"unmatched\":true";
-  if (f.guessed) out << ",\"guessed\":true";
-  if (f.program && f.program->overlay) { out << ",\"overlay\":"; json_string(out, f.program->origin); }
-  if (ctx.not_kafka) { out << ",\"notKafka\":"; json_string(out, ctx.note); }
-  out << ",\"header\":";
-  if (!f.nodes.empty()) object(out, ps, f, 0); else out << "null";
-  out << ",\"body\":";
-  if (f.body) object(out, ps, f, f.body); else out << "null";
+  out += "{\"frame\":";
+  append_int(out, static_cast<int64_t>(ctx.number));
+  out += ",\"time\":";
+  out += t;
+  out += ",\"src\":\"";
+  out += ctx.src.str();
+  out += "\",\"dst\":\"";
+  out += ctx.dst.str();
+  out += f.direction == Direction::Request ? "\",\"direction\":\"request\"" : "\",\"direction\":\"response\"";
+  out += ",\"apiKey\":";
+  if (f.api_key >= 0) append_int(out, f.api_key); else out += "null";
+  out += ",\"apiVersion\":";
+  if (f.api_key >= 0) append_int(out, f.api_version); else out += "null";
+  out += ",\"apiName\":";
+  if (f.program) json_string(out, f.program->api_name); else out += "null";
+  out += ",\"correlationId\":";
+  append_int(out, f.correlation_id);
+  if (ctx.unmatched) out += ",\"unmatched\":true";
+  if (f.guessed) out += ",\"guessed\":true";
+  if (f.program && f.program->overlay) { out += ",\"overlay\":"; json_string(out, f.program->origin); }
+  if (ctx.not_kafka) { out += ",\"notKafka\":"; json_string(out, ctx.note); }
+  out += ",\"header\":";
+  if (!f.nodes.empty()) object(out, ps, f, 0); else out += "null";
+  out += ",\"body\":";
+  if (f.body) object(out, ps, f, f.body); else out += "null";
   if (!f.errors.empty()) {
-    out << ",\"error\":{\"offset\":" << f.errors.front().offset << ",\"reason\":";
+    out += ",\"error\":{\"offset\":";
+    append_int(out, f.errors.front().offset);
+    out += ",\"reason\":";
     json_string(out, f.errors.front().reason);
-    out << '}';
+    out += '}';
   }
-  out << '}';
+  out += '}';
 }
 
 }  // namespace kwire

@@ -11,76 +11,89 @@ namespace kwire {
 
 namespace {
 
-std::string quoted(std::string_view s) {
-  std::ostringstream o;
-  json_string(o, s);
-  return o.str();
-}
-
-// The value of a leaf node as text ("3", "\"app\"", "NONE(0)").
-std::string value_text(const ProgramSet& ps, const Node& n, std::string_view api) {
+// Appends the value of a leaf node ("3", "\"app\"", "NONE(0)").
+void value_text(std::string& out, const ProgramSet& ps, const Node& n, std::string_view api) {
   const FieldDesc& d = ps.field(n.desc);
-  if (n.is_null()) return "null";
-  if (d.flags & kSensitive) return "<redacted " + std::to_string(n.aux) + " bytes>";
+  if (n.is_null()) { out += "null"; return; }
+  if (d.flags & kSensitive) {
+    out += "<redacted ";
+    append_int(out, n.aux);
+    out += " bytes>";
+    return;
+  }
   switch (n.type) {
-    case WireType::Bool: return n.v.i ? "true" : "false";
-    case WireType::Float64: { std::ostringstream o; o << n.v.f; return o.str(); }
-    case WireType::Uuid: return wire::uuid_to_string(n.v.p);
-    case WireType::String: case WireType::VarString: return quoted(n.str());
+    case WireType::Bool: out += n.v.i ? "true" : "false"; return;
+    case WireType::Float64: { char b[32]; snprintf(b, sizeof b, "%g", n.v.f); out += b; return; }
+    case WireType::Uuid: out += wire::uuid_to_string(n.v.p); return;
+    case WireType::String: case WireType::VarString: json_string(out, n.str()); return;
     case WireType::Bytes: case WireType::VarBytes: case WireType::Records: {
-      std::string s = std::to_string(n.aux) + " bytes";
+      append_int(out, n.aux);
+      out += " bytes";
       if (n.type != WireType::Records && n.aux <= 32) {
         bool printable = true;
         for (uint8_t c : n.bytes()) printable &= c >= 0x20 && c < 0x7f;
-        if (printable) s += " " + quoted(n.str());
+        if (printable) { out += ' '; json_string(out, n.str()); }
       }
-      return s;
+      return;
     }
-    case WireType::Struct: case WireType::Array: return {};
+    case WireType::Struct: case WireType::Array: return;
     default: break;
   }
-  std::string s = std::to_string(n.v.i);
-  if (n.type == WireType::Uint32 && (n.desc == kDescCrc || n.desc == kDescLegacyCrc)) {
+  if (n.desc == kDescCrc || n.desc == kDescLegacyCrc) {
     char b[16];
     snprintf(b, sizeof b, "0x%08" PRIx64, static_cast<uint64_t>(n.v.i));
-    return b;
+    out += b;
+    return;
   }
-  auto name = code_name(api, d, n.v.i);
-  return name.empty() ? s : std::string(name) + "(" + s + ")";
+  auto name = d.type == WireType::Array ? std::string_view{} : code_name(api, d, n.v.i);
+  if (name.empty()) { append_int(out, n.v.i); return; }
+  out += name;
+  out += '(';
+  append_int(out, n.v.i);
+  out += ')';
 }
 
 bool primitive_array(const Node& n, const FieldDesc& d) {
   return n.type == WireType::Array && d.elem != WireType::Struct && n.desc >= kBuiltinDescCount;
 }
 
-void tree(std::ostream& out, const ProgramSet& ps, const Frame& f, uint32_t i, int indent, std::string_view api) {
+void tree(std::string& out, const ProgramSet& ps, const Frame& f, uint32_t i, int indent, std::string_view api) {
   const Node& n = f.nodes[i];
   const FieldDesc& d = ps.field(n.desc);
-  std::string pad(static_cast<size_t>(indent), ' ');
+  out.append(static_cast<size_t>(indent), ' ');
   if (n.desc == kDescUnknownTag) {
-    out << pad << "UnknownTaggedField[tag " << n.tag << "]: " << n.aux << " bytes\n";
+    out += "UnknownTaggedField[tag ";
+    append_int(out, n.tag);
+    out += "]: ";
+    append_int(out, n.aux);
+    out += " bytes\n";
     return;
   }
-  std::string label = (n.flags & kElement) ? "" : std::string(d.name);
+  if (!(n.flags & kElement)) out += d.name;
   if (n.type == WireType::Array) {
-    out << pad << label;
-    if (n.is_null()) { out << ": null\n"; return; }
+    if (n.is_null()) { out += ": null\n"; return; }
     if (primitive_array(n, d)) {
-      out << ": [";
+      out += ": [";
       bool first = true;
       for (uint32_t c : Children(f, i)) {
-        out << (first ? "" : ", ") << value_text(ps, f.nodes[c], api);
+        if (!first) out += ", ";
+        value_text(out, ps, f.nodes[c], api);
         first = false;
       }
-      out << "]\n";
+      out += "]\n";
       return;
     }
-    out << " (" << n.aux << ")\n";
+    out += " (";
+    append_int(out, n.aux);
+    out += ")\n";
     uint32_t k = 0;
     for (uint32_t c : Children(f, i)) {
       const Node& e = f.nodes[c];
       if (e.type == WireType::Struct && (e.flags & kElement)) {
-        out << pad << "  [" << k++ << "]\n";
+        out.append(static_cast<size_t>(indent) + 2, ' ');
+        out += '[';
+        append_int(out, k++);
+        out += "]\n";
         for (uint32_t g : Children(f, c)) tree(out, ps, f, g, indent + 4, api);
       } else {
         tree(out, ps, f, c, indent + 2, api);
@@ -89,13 +102,14 @@ void tree(std::ostream& out, const ProgramSet& ps, const Frame& f, uint32_t i, i
     return;
   }
   if (n.type == WireType::Struct) {
-    out << pad << label;
-    if (n.is_null()) { out << ": null\n"; return; }
-    out << "\n";
+    if (n.is_null()) { out += ": null\n"; return; }
+    out += '\n';
     for (uint32_t c : Children(f, i)) tree(out, ps, f, c, indent + 2, api);
     return;
   }
-  out << pad << label << ": " << value_text(ps, n, api) << "\n";
+  out += ": ";
+  value_text(out, ps, n, api);
+  out += '\n';
   if (n.type == WireType::Records)
     for (uint32_t c : Children(f, i)) tree(out, ps, f, c, indent + 2, api);
 }
@@ -128,58 +142,92 @@ bool has_error_code(const ProgramSet& ps, const Frame& f) {
 }
 
 std::string summarize(const ProgramSet& ps, const Frame& f, const FrameContext* ctx) {
-  std::ostringstream o;
+  std::string s;
+  append_summary(s, ps, f, ctx);
+  return s;
+}
+
+void append_summary(std::string& o, const ProgramSet& ps, const Frame& f, const FrameContext* ctx) {
   bool request = f.direction == Direction::Request;
   if (ctx && ctx->not_kafka) {
-    o << "Not Kafka: " << ctx->note;
-    return o.str();
+    o += "Not Kafka: ";
+    o += ctx->note;
+    return;
   }
   if (f.program) {
-    o << f.program->api_name << " v" << f.api_version << (request ? " Request" : " Response");
+    o += f.program->api_name;
   } else if (f.api_key >= 0) {
-    o << "ApiKey " << f.api_key << " v" << f.api_version << (request ? " Request" : " Response");
-  } else {
-    o << (request ? "Request" : "Response");
+    o += "ApiKey ";
+    append_int(o, f.api_key);
   }
-  o << " corr=" << f.correlation_id;
-  if (ctx && ctx->unmatched && !f.guessed) o << " (unmatched: request not captured)";
+  if (f.api_key >= 0) {
+    o += " v";
+    append_int(o, f.api_version);
+    o += ' ';
+  }
+  o += request ? "Request" : "Response";
+  o += " corr=";
+  append_int(o, f.correlation_id);
+  if (ctx && ctx->unmatched && !f.guessed) o += " (unmatched: request not captured)";
   if (f.program && f.body && f.body < f.nodes.size()) {
     if (!find_field(f, ps, f.body, "GroupId")) {
       // Batched group APIs (describe, delete): the group ids anywhere in the body.
-      std::vector<std::string_view> groups;
+      std::string_view first;
+      size_t groups = 0;
       for (uint32_t i = f.body + 1; i < f.nodes.size(); ++i) {
         const Node& n = f.nodes[i];
-        if (n.type == WireType::String && !n.is_null() && ps.field(n.desc).entity == "groupId") groups.push_back(n.str());
+        if (n.type == WireType::String && !n.is_null() && ps.field(n.desc).entity == "groupId") {
+          if (groups++ == 0) first = n.str();
+        }
       }
-      if (!groups.empty()) {
-        o << " group=" << groups.front();
-        if (groups.size() > 1) o << "(+" << groups.size() - 1 << ")";
+      if (groups) {
+        o += " group=";
+        o += first;
+        if (groups > 1) { o += "(+"; append_int(o, static_cast<int64_t>(groups - 1)); o += ')'; }
       }
     }
     for (const auto& sf : kSummaryFields) {
       const Node* n = find_field(f, ps, f.body, sf.field);
       if (!n || n->is_null()) continue;
-      o << " " << sf.label << "=";
-      if (n->type == WireType::String) o << n->str();
-      else o << (sf.field == "ErrorCode" && !error_name(n->v.i).empty() ? std::string(error_name(n->v.i)) : std::to_string(n->v.i));
+      o += ' ';
+      o += sf.label;
+      o += '=';
+      if (n->type == WireType::String) o += n->str();
+      else if (sf.field == "ErrorCode" && !error_name(n->v.i).empty()) o += error_name(n->v.i);
+      else append_int(o, n->v.i);
     }
-    if (const Node* e = nested_error(ps, f))
-      o << " " << node_path(f, ps, static_cast<uint32_t>(e - f.nodes.data())) << "=" << error_name(e->v.i);
+    if (const Node* e = nested_error(ps, f)) {
+      o += ' ';
+      o += node_path(f, ps, static_cast<uint32_t>(e - f.nodes.data()));
+      o += '=';
+      o += error_name(e->v.i);
+    }
   }
-  if (f.program && f.program->overlay) o << " [" << f.program->origin << "]";
-  if (f.guessed) o << " [version guessed: request not captured]";
-  for (const auto& e : f.errors) o << " [malformed at offset " << e.offset << ": " << e.reason << "]";
-  return o.str();
+  if (f.program && f.program->overlay) { o += " ["; o += f.program->origin; o += ']'; }
+  if (f.guessed) o += " [version guessed: request not captured]";
+  for (const auto& e : f.errors) {
+    o += " [malformed at offset ";
+    append_int(o, e.offset);
+    o += ": ";
+    o += e.reason;
+    o += ']';
+  }
 }
 
-void write_tree(std::ostream& out, const ProgramSet& ps, const Frame& f, int indent) {
+void write_tree(std::string& out, const ProgramSet& ps, const Frame& f, int indent) {
   if (f.nodes.empty()) return;
   std::string_view api = f.program ? f.program->api_name : std::string_view{};
-  std::string pad(static_cast<size_t>(indent), ' ');
-  out << pad << "Header (v" << f.header_version << ")\n";
+  out.append(static_cast<size_t>(indent), ' ');
+  out += "Header (v";
+  append_int(out, f.header_version);
+  out += ")\n";
   for (uint32_t c : Children(f, 0)) tree(out, ps, f, c, indent + 2, api);
   if (f.body) {
-    out << pad << f.program->spec_name << " v" << f.api_version << "\n";
+    out.append(static_cast<size_t>(indent), ' ');
+    out += f.program->spec_name;
+    out += " v";
+    append_int(out, f.api_version);
+    out += '\n';
     for (uint32_t c : Children(f, f.body)) tree(out, ps, f, c, indent + 2, api);
   }
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -92,5 +93,7 @@ inline size_t uvarint_size(uint64_t v) {
 // Kafka's textual form of a Uuid: URL-safe base64 without padding (22 chars).
 std::string uuid_to_string(const uint8_t* p16);
 std::string base64(std::span<const uint8_t> data);
+// Appends standard base64 (with padding) of `data` to `out`.
+void append_base64(std::string& out, std::span<const uint8_t> data);
 
 }  // namespace kwire::wire
