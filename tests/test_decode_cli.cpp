@@ -129,6 +129,29 @@ TEST_F(DecodeCli, JsonLines) {
   EXPECT_TRUE(cut["body"].is_null());
 }
 
+TEST_F(DecodeCli, JsonLineIsExactlyKafkasFieldNamesAndValues) {
+  auto r = kwire_cmd("decode -r " + write_session() + " -T json -c 2");
+  auto got = lines(r.out);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0],
+            "{\"frame\":1,\"time\":1700000000.003000,\"src\":\"127.0.0.1:50000\",\"dst\":\"127.0.0.1:9092\","
+            "\"direction\":\"request\",\"apiKey\":88,\"apiVersion\":1,\"apiName\":\"StreamsGroupHeartbeat\","
+            "\"correlationId\":7,\"header\":{\"requestApiKey\":88,\"requestApiVersion\":1,\"correlationId\":7,"
+            "\"clientId\":\"kwire-test\"},\"body\":{\"groupId\":\"orders-app\",\"memberId\":\"m1\",\"memberEpoch\":0,"
+            "\"endpointInformationEpoch\":0,\"instanceId\":null,\"rackId\":null,\"rebalanceTimeoutMs\":-1,"
+            "\"topology\":null,\"activeTasks\":null,\"standbyTasks\":null,\"warmupTasks\":null,\"processId\":null,"
+            "\"userEndpoint\":null,\"clientTags\":null,\"taskOffsets\":null,\"taskEndOffsets\":null,"
+            "\"shutdownApplication\":false}}");
+  EXPECT_EQ(got[1],
+            "{\"frame\":2,\"time\":1700000000.004000,\"src\":\"127.0.0.1:9092\",\"dst\":\"127.0.0.1:50000\","
+            "\"direction\":\"response\",\"apiKey\":88,\"apiVersion\":1,\"apiName\":\"StreamsGroupHeartbeat\","
+            "\"correlationId\":7,\"header\":{\"correlationId\":7},\"body\":{\"throttleTimeMs\":0,\"errorCode\":0,"
+            "\"errorMessage\":null,\"memberId\":\"m1\",\"memberEpoch\":1,\"heartbeatIntervalMs\":5000,"
+            "\"taskOffsetIntervalMs\":30000,\"acceptableRecoveryLag\":10000,\"status\":null,\"activeTasks\":null,"
+            "\"standbyTasks\":null,\"warmupTasks\":null,\"topologyDescriptionRequired\":true,"
+            "\"endpointInformationEpoch\":0,\"partitionsByUserEndpoint\":null}}");
+}
+
 TEST_F(DecodeCli, FiltersAndTree) {
   std::string path = write_session();
   auto errors = kwire_cmd("decode -r " + path + " --errors");

@@ -166,3 +166,21 @@ TEST_F(Sessions, OtherTcpTrafficIsIgnored) {
   }
   EXPECT_TRUE(decode().frames.empty());
 }
+
+TEST_F(Sessions, AMalformedMessageDoesNotStopTheNextOne) {
+  // DeleteGroups v1 whose only group name claims a negative length, then a
+  // well-formed heartbeat on the same connection.
+  test::Bytes bad;
+  bad.i16(42).i16(1).i32(1).str("c").i32(1).i16(-7);
+  {
+    SyntheticCapture cap(path_);
+    uint32_t c = cap.connect(make_endpoint("127.0.0.1", 40007), make_endpoint("127.0.0.1", 9092));
+    cap.send(c, StreamSide::FromClient, join({bad.message(), test::heartbeat_request(2, "e", 5)}));
+    cap.send(c, StreamSide::FromServer, test::heartbeat_response(2, "e", 5));
+  }
+  auto seen = decode();
+  ASSERT_EQ(seen.frames.size(), 3u);
+  EXPECT_EQ(seen.frames[0].summary, "DeleteGroups v1 Request corr=1 [malformed at offset 19: GroupsNames: negative length -7]");
+  EXPECT_EQ(seen.frames[1].summary, "StreamsGroupHeartbeat v1 Request corr=2 group=orders-app member=e epoch=5");
+  EXPECT_EQ(seen.frames[2].summary, "StreamsGroupHeartbeat v1 Response corr=2 member=e epoch=5 error=NONE");
+}

@@ -14,6 +14,8 @@ using wire::load_be32;
 using wire::load_be64;
 using wire::VarintStatus;
 
+constexpr uint64_t kMaxNodes = 1u << 23;  // 8M fields, 320 MiB of tape, per message
+
 // One pass over a message. Each read checks the remaining length first; on
 // failure the error is recorded once and every open container is closed at
 // the point reached, so the tape stays well formed.
@@ -183,6 +185,11 @@ class Run {
     if (static_cast<uint64_t>(count) * (min_elem ? min_elem : 1) > left() + (min_elem ? 0 : 1u << 16))
       return fail(start, std::string(d.name) + ": array length " + std::to_string(count) + " cannot fit in the " +
                              std::to_string(left()) + " bytes left");
+    // Bound the tape: a message of tiny elements would otherwise cost 40
+    // bytes of memory per byte on the wire.
+    if (f_.nodes.size() + static_cast<uint64_t>(count) > kMaxNodes)
+      return fail(start, std::string(d.name) + ": array of " + std::to_string(count) + " elements takes the message past " +
+                             std::to_string(kMaxNodes) + " fields");
     uint32_t n = f_.open(di, WireType::Array, parent, start, flags);
     f_.nodes[n].aux = static_cast<uint32_t>(count);
     bool ok = true;
