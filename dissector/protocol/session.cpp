@@ -155,7 +155,7 @@ void KafkaSessions::consume(Conn& c, int dir, std::span<const uint8_t> bytes, ui
   }
 }
 
-void KafkaSessions::message(Conn& c, int dir, std::span<const uint8_t> msg, uint64_t offset, const PacketMeta& meta) {
+FrameContext KafkaSessions::context(const Conn& c, int dir, uint64_t offset, const PacketMeta& meta) {
   FrameContext ctx;
   ctx.number = ++frames_;
   ctx.packet = meta;
@@ -165,6 +165,11 @@ void KafkaSessions::message(Conn& c, int dir, std::span<const uint8_t> msg, uint
   ctx.src = dir == kRequests ? client : server;
   ctx.dst = dir == kRequests ? server : client;
   ctx.stream_offset = offset;
+  return ctx;
+}
+
+void KafkaSessions::message(Conn& c, int dir, std::span<const uint8_t> msg, uint64_t offset, const PacketMeta& meta) {
+  FrameContext ctx = context(c, dir, offset, meta);
 
   if (c.sasl_raw) {
     ctx.not_kafka = true;
@@ -224,15 +229,7 @@ void KafkaSessions::message(Conn& c, int dir, std::span<const uint8_t> msg, uint
 
 void KafkaSessions::report(Conn& c, int dir, uint64_t offset, const PacketMeta& meta, std::span<const uint8_t> bytes,
                            std::string reason, bool not_kafka) {
-  FrameContext ctx;
-  ctx.number = ++frames_;
-  ctx.packet = meta;
-  ctx.conn = &c.tcp;
-  const Endpoint& client = c.swapped ? c.tcp.server : c.tcp.client;
-  const Endpoint& server = c.swapped ? c.tcp.client : c.tcp.server;
-  ctx.src = dir == kRequests ? client : server;
-  ctx.dst = dir == kRequests ? server : client;
-  ctx.stream_offset = offset;
+  FrameContext ctx = context(c, dir, offset, meta);
   ctx.not_kafka = not_kafka;
   frame_.clear();
   frame_.message = bytes;

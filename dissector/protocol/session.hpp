@@ -70,6 +70,7 @@ class KafkaSessions : public StreamSink {
   void report(Conn& c, int dir, uint64_t offset, const PacketMeta& meta, std::span<const uint8_t> bytes,
               std::string reason, bool not_kafka);
   bool decide_roles(Conn& c, int dir, std::span<const uint8_t> bytes);
+  FrameContext context(const Conn& c, int dir, uint64_t offset, const PacketMeta& meta);
 
   const ProgramSet& ps_;
   FrameDecoder decoder_;
