@@ -80,6 +80,8 @@ FieldDesc SpecCompiler::compile_field(const spec::MessageSpec& m, const spec::Fi
   if (f.ignorable) d.flags |= kIgnorable;
   if (f.map_key) d.flags |= kMapKey;
   if (is_sensitive_field(m.name, f.name)) d.flags |= kSensitive;
+  std::string_view n = f.name;
+  if (f.type == "int16" && n.size() >= 9 && n.substr(n.size() - 9) == "ErrorCode") d.flags |= kErrorCode;
   auto et = f.element_type();
   WireType base = primitive_type(et);
   if (base == WireType::Struct) {

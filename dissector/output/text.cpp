@@ -57,6 +57,39 @@ bool primitive_array(const Node& n, const FieldDesc& d) {
   return n.type == WireType::Array && d.elem != WireType::Struct && n.desc >= kBuiltinDescCount;
 }
 
+// A record on one line: records are payload, often thousands per message,
+// and their fields read best side by side.
+void record_line(std::string& out, const ProgramSet& ps, const Frame& f, uint32_t rec) {
+  for (uint32_t c : Children(f, rec)) {
+    const Node& n = f.nodes[c];
+    switch (n.desc) {
+      case kDescRecordLength: continue;
+      case kDescRecordAttributes: if (n.v.i == 0) continue; out += " attributes="; append_int(out, n.v.i); continue;
+      case kDescOffsetDelta: out += " offsetDelta="; append_int(out, n.v.i); continue;
+      case kDescTimestampDelta: out += " timestampDelta="; append_int(out, n.v.i); continue;
+      case kDescKey: out += " key="; value_text(out, ps, n, {}); continue;
+      case kDescValue: out += " value="; value_text(out, ps, n, {}); continue;
+      case kDescHeadersArray: {
+        if (n.aux == 0) continue;
+        out += " headers=[";
+        bool first = true;
+        for (uint32_t h : Children(f, c)) {
+          if (!first) out += ", ";
+          first = false;
+          for (uint32_t kv : Children(f, h)) {
+            const Node& x = f.nodes[kv];
+            if (x.desc == kDescHeaderKey) { json_string(out, x.str()); out += '='; }
+            else value_text(out, ps, x, {});
+          }
+        }
+        out += ']';
+        continue;
+      }
+      default: continue;
+    }
+  }
+}
+
 void tree(std::string& out, const ProgramSet& ps, const Frame& f, uint32_t i, int indent, std::string_view api) {
   const Node& n = f.nodes[i];
   const FieldDesc& d = ps.field(n.desc);
@@ -89,7 +122,14 @@ void tree(std::string& out, const ProgramSet& ps, const Frame& f, uint32_t i, in
     uint32_t k = 0;
     for (uint32_t c : Children(f, i)) {
       const Node& e = f.nodes[c];
-      if (e.type == WireType::Struct && (e.flags & kElement)) {
+      if (e.desc == kDescRecord) {
+        out.append(static_cast<size_t>(indent) + 2, ' ');
+        out += '[';
+        append_int(out, k++);
+        out += ']';
+        record_line(out, ps, f, c);
+        out += '\n';
+      } else if (e.type == WireType::Struct && (e.flags & kElement)) {
         out.append(static_cast<size_t>(indent) + 2, ' ');
         out += '[';
         append_int(out, k++);
@@ -121,11 +161,13 @@ constexpr SummaryField kSummaryFields[] = {
   {"TopologyEpoch", "topologyEpoch"}, {"TransactionalId", "txn"}, {"ErrorCode", "error"},
 };
 
-// First non-zero error code anywhere below the top level.
+// First non-zero error code anywhere below the top level (records hold none).
 const Node* nested_error(const ProgramSet& ps, const Frame& f) {
-  for (uint32_t i = f.body + 1; i < f.nodes.size(); ++i) {
+  for (uint32_t i = f.body + 1; i < f.nodes.size();) {
     const Node& n = f.nodes[i];
+    if (n.type == WireType::Records) { i = n.end; continue; }
     if (n.parent != f.body && n.v.i != 0 && !(n.flags & kElement) && is_error_code_field(ps.field(n.desc))) return &n;
+    ++i;
   }
   return nullptr;
 }
@@ -134,9 +176,11 @@ const Node* nested_error(const ProgramSet& ps, const Frame& f) {
 
 bool has_error_code(const ProgramSet& ps, const Frame& f) {
   if (!f.program) return false;
-  for (uint32_t i = f.body; i < f.nodes.size(); ++i) {
+  for (uint32_t i = f.body; i < f.nodes.size();) {
     const Node& n = f.nodes[i];
+    if (n.type == WireType::Records) { i = n.end; continue; }
     if (n.type == WireType::Int16 && n.v.i != 0 && is_error_code_field(ps.field(n.desc))) return true;
+    ++i;
   }
   return false;
 }
@@ -174,11 +218,13 @@ void append_summary(std::string& o, const ProgramSet& ps, const Frame& f, const 
       // Batched group APIs (describe, delete): the group ids anywhere in the body.
       std::string_view first;
       size_t groups = 0;
-      for (uint32_t i = f.body + 1; i < f.nodes.size(); ++i) {
+      for (uint32_t i = f.body + 1; i < f.nodes.size();) {
         const Node& n = f.nodes[i];
+        if (n.type == WireType::Records) { i = n.end; continue; }
         if (n.type == WireType::String && !n.is_null() && ps.field(n.desc).entity == "groupId") {
           if (groups++ == 0) first = n.str();
         }
+        ++i;
       }
       if (groups) {
         o += " group=";
@@ -246,7 +292,7 @@ void write_layout(std::ostream& out, const ProgramSet& ps, const MessageProgram&
     const ProgramSet& ps;
     void field(const FieldDesc& d, const std::string& path) {
       std::string type;
-      std::string size;
+      const char* size = "var";
       WireType t = d.type == WireType::Array ? d.elem : d.type;
       std::string base = t == WireType::Struct ? std::string(ps.structure(d.sub).name) : std::string(wire_type_name(t));
       switch (t) {
@@ -255,7 +301,7 @@ void write_layout(std::ostream& out, const ProgramSet& ps, const MessageProgram&
         case WireType::Int32: case WireType::Uint32: size = "4"; break;
         case WireType::Int64: case WireType::Float64: size = "8"; break;
         case WireType::Uuid: size = "16"; break;
-        default: size = "var"; break;
+        default: break;
       }
       if (t == WireType::String || t == WireType::Bytes || t == WireType::Records)
         base = (d.compact() ? "compact " : "") + base;
@@ -265,7 +311,7 @@ void write_layout(std::ostream& out, const ProgramSet& ps, const MessageProgram&
       std::string vers(d.versions);
       if (d.tagged()) vers += " tag " + std::to_string(d.tag);
       char line[512];
-      snprintf(line, sizeof line, "  %-52s %-22s %-10s %s\n", path.c_str(), type.c_str(), size.c_str(), vers.c_str());
+      snprintf(line, sizeof line, "  %-52s %-22s %-10s %s\n", path.c_str(), type.c_str(), size, vers.c_str());
       out << line;
       if (t == WireType::Struct) structure(static_cast<uint32_t>(d.sub), path + ".");
     }

@@ -11,11 +11,7 @@ std::string_view error_name(int64_t code) {
   return {};
 }
 
-bool is_error_code_field(const FieldDesc& d) {
-  if (d.type != WireType::Int16) return false;
-  std::string_view n = d.name;
-  return n == "ErrorCode" || (n.size() > 9 && n.substr(n.size() - 9) == "ErrorCode");
-}
+bool is_error_code_field(const FieldDesc& d) { return d.flags & kErrorCode; }
 
 namespace {
 

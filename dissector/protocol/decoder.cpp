@@ -146,7 +146,7 @@ class Run {
 
   bool blob(const FieldDesc& d, uint32_t di, uint32_t parent, uint8_t flags, WireType t) {
     uint32_t start = pos();
-    int64_t len;
+    int64_t len = 0;
     if (!length(d, d.compact(), t != WireType::String, len)) return false;
     if (len < 0) {
       uint32_t n = f_.leaf(di, t, parent, start, pos() - start);
@@ -171,7 +171,7 @@ class Run {
 
   bool array(const FieldDesc& d, uint32_t di, uint32_t parent, uint8_t flags) {
     uint32_t start = pos();
-    int64_t count;
+    int64_t count = 0;
     if (!length(d, d.compact(), true, count)) return false;
     if (count < 0) {
       uint32_t n = f_.leaf(di, WireType::Array, parent, start, pos() - start);

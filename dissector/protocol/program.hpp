@@ -34,6 +34,7 @@ enum FieldFlag : uint16_t {
   kIgnorable = 1 << 3,
   kSensitive = 1 << 4,  // never printed (SASL tokens, passwords)
   kMapKey = 1 << 5,
+  kErrorCode = 1 << 6,  // an int16 error code (ErrorCode, TopLevelErrorCode, ...)
 };
 
 // One field of one StructProgram.
