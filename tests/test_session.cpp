@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "dissector/output/output.hpp"
+#include "dissector/protocol/decoder.hpp"
 #include "dissector/protocol/session.hpp"
 #include "recorder/pcap_writer.hpp"
 #include "tests/test_support.hpp"
@@ -183,4 +184,39 @@ TEST_F(Sessions, AMalformedMessageDoesNotStopTheNextOne) {
   EXPECT_EQ(seen.frames[0].summary, "DeleteGroups v1 Request corr=1 [malformed at offset 19: GroupsNames: negative length -7]");
   EXPECT_EQ(seen.frames[1].summary, "StreamsGroupHeartbeat v1 Request corr=2 group=orders-app member=e epoch=5");
   EXPECT_EQ(seen.frames[2].summary, "StreamsGroupHeartbeat v1 Response corr=2 member=e epoch=5 error=NONE");
+}
+
+TEST_F(Sessions, RawSaslTokensAfterSaslHandshakeV0AreNotDecodedAsKafka) {
+  test::Bytes hs_req, hs_resp, token;
+  hs_req.i16(17).i16(0).i32(1).str("c").str("PLAIN");
+  hs_resp.i32(1).i16(0).i32(1).str("PLAIN");
+  token.raw(std::string("\0user\0secret", 12));
+  {
+    SyntheticCapture cap(path_);
+    uint32_t c = cap.connect(make_endpoint("127.0.0.1", 40008), make_endpoint("127.0.0.1", 9092));
+    cap.send(c, StreamSide::FromClient, hs_req.message());
+    cap.send(c, StreamSide::FromServer, hs_resp.message());
+    cap.send(c, StreamSide::FromClient, token.message());
+    cap.send(c, StreamSide::FromServer, test::Bytes().message());
+  }
+  auto seen = decode();
+  ASSERT_EQ(seen.frames.size(), 4u);
+  EXPECT_EQ(seen.frames[1].summary, "SaslHandshake v0 Response corr=1 error=NONE");
+  EXPECT_TRUE(seen.frames[2].not_kafka);
+  EXPECT_EQ(seen.frames[2].summary, "Not Kafka: SASL token after SaslHandshake v0");
+  EXPECT_TRUE(seen.frames[3].not_kafka);
+}
+
+TEST(ApiVersions, UnsupportedVersionAnswerIsReadInTheV0Layout) {
+  // A v4 request the broker cannot serve: it answers UNSUPPORTED_VERSION (35)
+  // with the v0 body (ErrorCode, classic ApiKeys array) and header v0.
+  test::Bytes b;
+  b.i32(3).i16(35).i32(1).i16(18).i16(0).i16(3);
+  auto bytes = b.message();
+  Frame f;
+  FrameDecoder(ProgramSet::release()).decode_response(bytes, 18, 4, f);
+  ASSERT_TRUE(f.ok()) << f.errors[0].reason;
+  EXPECT_EQ(f.api_version, 0);
+  EXPECT_EQ(f.header_version, 0);
+  EXPECT_EQ(test::at(f, ProgramSet::release(), "ApiKeys[0].MaxVersion")->v.i, 3);
 }
