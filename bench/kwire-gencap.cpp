@@ -1,0 +1,148 @@
+// kwire-gencap: writes a pcap of synthetic but realistic Kafka traffic on port
+// 9092, about SIZE_MB megabytes (10^6 bytes), for whole-process benchmarks.
+//
+//   kwire-gencap OUT.pcap SIZE_MB [--seed N]
+//
+// Connections (all with handshakes, to three brokers 10.0.0.1-3:9092):
+//   4 Kafka Streams members of "orders-app": StreamsGroupHeartbeat v1 every
+//     round (steady state), a rebalance (join with topology, assignment, task
+//     report with offsets) at the start and every 25 rounds;
+//   1 admin client: StreamsGroupDescribe v1 every 5 rounds, Metadata v9 for
+//     40 topics every 10 rounds and for all 200 topics x 10 partitions every
+//     100 rounds;
+//   3 producers: a Produce v8 request per round, 2 topics x 2 partitions x
+//     one batch of 100 ~100-byte records, uncompressed / lz4 / zstd, and the
+//     responses.
+// Produce v8 and Metadata v9 are used (not the newest, v13) because they are
+// the newest versions tshark 4.0 dissects (it stops at "Unsupported ...
+// version" for later ones), so a comparison makes both tools do the full work.
+// Real clients of the Kafka 2.x/3.x era send exactly these.
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "bench/kafka_messages.hpp"
+#include "recorder/pcap_writer.hpp"
+
+using namespace kwire;
+using namespace kwire::bench;
+
+namespace {
+
+constexpr int kProduceVersion = 8;
+constexpr int kMetadataVersion = 9;
+
+int usage() {
+  std::fprintf(stderr, "usage: kwire-gencap OUT.pcap SIZE_MB [--seed N]\n");
+  return 2;
+}
+
+struct Generator {
+  SyntheticCapture& cap;
+  uint64_t estimated = 24;  // pcap file header
+
+  void exchange(uint32_t c, const WireMessage& req, const WireMessage& resp) {
+    cap.send(c, StreamSide::FromClient, req.bytes);
+    cap.send(c, StreamSide::FromServer, resp.bytes);
+    // Record header 16 + Ethernet 14 + IPv4 20 + TCP 20 + 12 (timestamp option), per segment.
+    for (const auto* m : {&req, &resp}) estimated += m->bytes.size() + ((m->bytes.size() + 1459) / 1460) * 82;
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) return usage();
+  std::string out = argv[1];
+  double mb = std::atof(argv[2]);
+  uint64_t seed = 1;
+  for (int i = 3; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--seed" && i + 1 < argc) seed = std::strtoull(argv[++i], nullptr, 10);
+    else return usage();
+  }
+  if (mb <= 0) return usage();
+  const uint64_t target = static_cast<uint64_t>(mb * 1e6);
+
+  try {
+    SyntheticCaptureOptions opts;
+    opts.time_step = std::chrono::microseconds(250);
+    SyntheticCapture cap(out, opts);
+    Generator g{cap};
+
+    Endpoint brokers[3] = {make_endpoint("10.0.0.1", 9092), make_endpoint("10.0.0.2", 9092),
+                           make_endpoint("10.0.0.3", 9092)};
+    uint32_t members[kStreamsMembers];
+    for (int k = 0; k < kStreamsMembers; ++k) {
+      ConnectOptions co;
+      co.client_isn = 1000u + 7919u * static_cast<uint32_t>(k);
+      members[k] = cap.connect(make_endpoint("10.0.1." + std::to_string(10 + k), uint16_t(41000 + k)),
+                               brokers[0], co);
+    }
+    uint32_t admin = cap.connect(make_endpoint("10.0.2.10", 42000), brokers[1]);
+    uint32_t producers[3];
+    const Codec codecs[3] = {Codec::None, Codec::Lz4, Codec::Zstd};
+    for (int p = 0; p < 3; ++p)
+      producers[p] = cap.connect(make_endpoint("10.0.3." + std::to_string(10 + p), uint16_t(43000 + p)),
+                                 brokers[p]);
+
+    int32_t corr[kStreamsMembers] = {};
+    int32_t admin_corr = 0, producer_corr[3] = {};
+    int64_t offsets[3] = {};
+    int epoch = 1;
+    uint64_t rounds = 0, messages = 0;
+    for (uint64_t r = 0; g.estimated < target; ++r, ++rounds) {
+      int64_t now_ms = 1'700'000'000'000 + static_cast<int64_t>(r) * 100;
+      bool rebalance = r % 25 == 0;
+      if (rebalance && r > 0) ++epoch;
+      for (int k = 0; k < kStreamsMembers; ++k) {
+        if (rebalance) {
+          int32_t c = ++corr[k];
+          if (r == 0) g.exchange(members[k], sg_heartbeat_join_request(c, k), sg_heartbeat_assignment_response(c, k, epoch));
+          c = ++corr[k];
+          g.exchange(members[k], sg_heartbeat_tasks_request(c, k, epoch), sg_heartbeat_assignment_response(c, k, epoch));
+          messages += r == 0 ? 4 : 2;
+        } else {
+          int32_t c = ++corr[k];
+          g.exchange(members[k], sg_heartbeat_steady_request(c, k, epoch), sg_heartbeat_steady_response(c, k, epoch));
+          messages += 2;
+        }
+      }
+      for (int p = 0; p < 3; ++p) {
+        int32_t c = ++producer_corr[p];
+        uint64_t batch_seed = seed * 1'000'000'007ULL + r * 3 + static_cast<uint64_t>(p);
+        g.exchange(producers[p], produce_request(c, kProduceVersion, 2, 2, 100, codecs[p], batch_seed, now_ms),
+                   produce_response(c, kProduceVersion, 2, 2, offsets[p]));
+        offsets[p] += 100;
+        messages += 2;
+      }
+      if (r % 5 == 0) {
+        int32_t c = ++admin_corr;
+        g.exchange(admin, sg_describe_request(c), sg_describe_response(c, epoch));
+        messages += 2;
+      }
+      if (r % 10 == 0) {
+        int32_t c = ++admin_corr;
+        bool all = r % 100 == 0;
+        g.exchange(admin, metadata_request(c, kMetadataVersion, all ? 0 : 40),
+                   metadata_response(c, kMetadataVersion, all ? 200 : 40, all ? 10 : 6));
+        messages += 2;
+      }
+    }
+    for (int k = 0; k < kStreamsMembers; ++k) cap.close(members[k]);
+    cap.close(admin);
+    for (int p = 0; p < 3; ++p) cap.close(producers[p]);
+    uint64_t packets = cap.packets();
+    cap.finish();
+    auto size = std::filesystem::file_size(out);
+    std::printf("%s: %.1f MB, %llu packets, %llu Kafka messages, %llu rounds\n", out.c_str(), size / 1e6,
+                static_cast<unsigned long long>(packets), static_cast<unsigned long long>(messages),
+                static_cast<unsigned long long>(rounds));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kwire-gencap: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
