@@ -220,3 +220,27 @@ TEST(ApiVersions, UnsupportedVersionAnswerIsReadInTheV0Layout) {
   EXPECT_EQ(f.header_version, 0);
   EXPECT_EQ(test::at(f, ProgramSet::release(), "ApiKeys[0].MaxVersion")->v.i, 3);
 }
+
+TEST_F(Sessions, SizePrefixInASegmentOfItsOwnOnAnUnusualPort) {
+  auto request = test::heartbeat_request(1, "f", 0);
+  std::vector<uint8_t> prefix(request.begin(), request.begin() + 4);
+  std::vector<uint8_t> rest(request.begin() + 4, request.end());
+  {
+    SyntheticCapture cap(path_);
+    uint32_t c = cap.connect(make_endpoint("127.0.0.1", 40009), make_endpoint("127.0.0.1", 42187));
+    cap.send_at(c, StreamSide::FromClient, 0, prefix);
+    cap.send_at(c, StreamSide::FromClient, 4, rest);
+    cap.send(c, StreamSide::FromServer, test::heartbeat_response(1, "f", 1));
+    // A second connection to the same broker whose first request kwire does
+    // not know (api key 999): still Kafka, because the broker is.
+    uint32_t d = cap.connect(make_endpoint("127.0.0.1", 40010), make_endpoint("127.0.0.1", 42187));
+    test::Bytes unknown;
+    unknown.i16(999).i16(0).i32(3).str("c");
+    cap.send(d, StreamSide::FromClient, unknown.message());
+  }
+  auto seen = decode();
+  ASSERT_EQ(seen.frames.size(), 3u);
+  EXPECT_EQ(seen.frames[0].summary, "StreamsGroupHeartbeat v1 Request corr=1 group=orders-app member=f epoch=0");
+  EXPECT_EQ(seen.frames[1].summary, "StreamsGroupHeartbeat v1 Response corr=1 member=f epoch=1 error=NONE");
+  EXPECT_EQ(seen.frames[2].summary, "ApiKey 999 v0 Request corr=3 [malformed at offset 4: unknown api key 999]");
+}

@@ -9,6 +9,7 @@ namespace kwire {
 namespace {
 constexpr int kRequests = 0;   // bytes from the Kafka client
 constexpr int kResponses = 1;  // bytes from the broker
+constexpr size_t kPlausibleRequestBytes = 14;  // size, api key, version, correlation id, client id length
 
 bool is_tls_record(std::span<const uint8_t> b) {
   return b.size() >= 3 && b[0] == 0x16 && b[1] == 0x03 && b[2] <= 0x04;
@@ -16,7 +17,7 @@ bool is_tls_record(std::span<const uint8_t> b) {
 }  // namespace
 
 bool plausible_request(const ProgramSet& ps, std::span<const uint8_t> b) {
-  if (b.size() < 14) return false;
+  if (b.size() < kPlausibleRequestBytes) return false;
   int32_t size = static_cast<int32_t>(wire::load_be32(b.data()));
   if (size < 10 || size > (256 << 20)) return false;
   auto api = static_cast<int16_t>(wire::load_be16(b.data() + 4));
@@ -37,10 +38,12 @@ struct KafkaSessions::Direction_ {
 
 struct KafkaSessions::Conn {
   TcpConnection tcp;
-  enum class Role { Undecided, Kafka, NotKafka } role = Role::Undecided;
+  Role role = Role::Undecided;
   bool swapped = false;         // the reassembler's client is the broker
   bool sasl_raw = false;        // raw SASL tokens follow SaslHandshake v0
   bool sasl_handshake_pending = false;
+  std::vector<uint8_t> held[2];   // first bytes per side while the role is undecided
+  uint64_t held_offset[2] = {0, 0};
   Direction_ dirs[2];
   struct Pending { int32_t corr; int16_t api; int16_t version; };
   std::deque<Pending> pending;
@@ -66,27 +69,47 @@ void KafkaSessions::on_open(const TcpConnection& c) {
   conns_[c.id] = std::move(k);
 }
 
-bool KafkaSessions::decide_roles(Conn& c, int side, std::span<const uint8_t> bytes) {
-  if (opts_.ports.count(c.tcp.server.port)) {
-    c.role = Conn::Role::Kafka;
-  } else if (opts_.ports.count(c.tcp.client.port)) {
-    c.role = Conn::Role::Kafka;
+// Whether a connection carries Kafka, and which side is the client: by port,
+// by a broker endpoint already seen speaking Kafka, or by the first request.
+KafkaSessions::Role KafkaSessions::decide_roles(Conn& c, int side, std::span<const uint8_t> bytes) {
+  if (opts_.ports.count(c.tcp.server.port) || is_known_broker(c.tcp.server)) return Role::Kafka;
+  if (opts_.ports.count(c.tcp.client.port) || is_known_broker(c.tcp.client)) {
     c.swapped = true;
-  } else if (opts_.detect_other_ports && plausible_request(ps_, bytes)) {
-    c.role = Conn::Role::Kafka;
-    c.swapped = side == 1;  // the plausible request came from the reassembler's server side
-  } else {
-    c.role = Conn::Role::NotKafka;
+    return Role::Kafka;
   }
-  return c.role == Conn::Role::Kafka;
+  if (!opts_.detect_other_ports) return Role::NotKafka;
+  if (bytes.size() < kPlausibleRequestBytes) return Role::Undecided;  // wait for more
+  if (!plausible_request(ps_, bytes)) return Role::NotKafka;
+  c.swapped = side == 1;  // the plausible request came from the reassembler's server side
+  known_brokers_.push_back(side == 1 ? c.tcp.client : c.tcp.server);
+  return Role::Kafka;
+}
+
+bool KafkaSessions::is_known_broker(const Endpoint& e) const {
+  return std::find(known_brokers_.begin(), known_brokers_.end(), e) != known_brokers_.end();
 }
 
 void KafkaSessions::on_data(const TcpConnection& t, StreamSide side, uint64_t offset,
                             std::span<const uint8_t> bytes, const PacketMeta& meta) {
   Conn& c = *conn(t);
   int s = side == StreamSide::FromClient ? 0 : 1;
-  if (c.role == Conn::Role::Undecided && !decide_roles(c, s, bytes)) return;
-  if (c.role != Conn::Role::Kafka) return;
+  if (c.role == Role::Undecided) {
+    // A first segment can be shorter than a request header (clients may
+    // write the size prefix on its own): hold it until there is enough.
+    auto& held = c.held[s];
+    if (held.empty()) c.held_offset[s] = offset;
+    held.insert(held.end(), bytes.begin(), bytes.end());
+    c.role = decide_roles(c, s, held);
+    if (c.role == Role::Undecided) return;
+    if (c.role == Role::Kafka) {
+      for (int k = 0; k < 2; ++k)
+        if (!c.held[k].empty()) consume(c, k ^ (c.swapped ? 1 : 0), c.held[k], c.held_offset[k], meta);
+    }
+    c.held[0] = {};
+    c.held[1] = {};
+    return;
+  }
+  if (c.role != Role::Kafka) return;
   int dir = s ^ (c.swapped ? 1 : 0);
   consume(c, dir, bytes, offset, meta);
 }
@@ -251,7 +274,7 @@ void KafkaSessions::report(Conn& c, int dir, uint64_t offset, const PacketMeta& 
 void KafkaSessions::on_gap(const TcpConnection& t, StreamSide side, uint64_t offset, uint64_t length,
                            const PacketMeta& meta) {
   Conn& c = *conn(t);
-  if (c.role != Conn::Role::Kafka) return;
+  if (c.role != Role::Kafka) return;
   int dir = (side == StreamSide::FromClient ? 0 : 1) ^ (c.swapped ? 1 : 0);
   Direction_& d = c.dirs[dir];
   if (d.dead) return;

@@ -69,7 +69,9 @@ class KafkaSessions : public StreamSink {
   void message(Conn& c, int dir, std::span<const uint8_t> msg, uint64_t offset, const PacketMeta& meta);
   void report(Conn& c, int dir, uint64_t offset, const PacketMeta& meta, std::span<const uint8_t> bytes,
               std::string reason, bool not_kafka);
-  bool decide_roles(Conn& c, int dir, std::span<const uint8_t> bytes);
+  enum class Role : uint8_t { Undecided, Kafka, NotKafka };
+  Role decide_roles(Conn& c, int side, std::span<const uint8_t> bytes);
+  bool is_known_broker(const Endpoint& e) const;
   FrameContext context(const Conn& c, int dir, uint64_t offset, const PacketMeta& meta);
 
   const ProgramSet& ps_;
@@ -79,6 +81,7 @@ class KafkaSessions : public StreamSink {
   Frame frame_;
   uint64_t frames_ = 0;
   std::unordered_map<uint32_t, std::unique_ptr<Conn>> conns_;
+  std::vector<Endpoint> known_brokers_;  // endpoints seen answering Kafka requests
 };
 
 // Whether `bytes` start like a Kafka request this program set knows.
