@@ -5,7 +5,7 @@ BUILD_TEST ?= build-test
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all build demo test bench deps clean
+.PHONY: all build demo test bench deps clean captures
 
 all: build
 
@@ -23,6 +23,14 @@ STREAMS_APIS = StreamsGroupHeartbeat,StreamsGroupDescribe,StreamsGroupTopologyDe
 demo: build
 	$(BUILD)/kwire decode -r captures/demo.pcapng --api $(STREAMS_APIS) --stats
 	$(BUILD)/kwire decode -r captures/demo.pcapng --api StreamsGroupTopologyDescriptionUpdate -V -c 1
+	@for f in captures/*.pcapng; do printf '%-34s ' "$$f"; $(BUILD)/kwire decode -r $$f --stats -c 0; done
+
+# Regenerates the real captures from scratch: one fresh Kafka 4.4.0 broker per
+# scenario, recorded with dumpcap (root); see captures/MANIFEST.md. Needs Java 17
+# and Maven. SCENARIOS="stateful admin" limits it; "appendix" rewrites demo.pcapng.
+SCENARIOS ?=
+captures: build
+	testbed/make-captures $(SCENARIOS)
 
 # Every test, through ctest, with warnings as errors and ASan+UBSan.
 test: deps

@@ -1,15 +1,29 @@
 package kwire.testbed;
 
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
 
-/** Waits for the broker to answer, then creates the orders and valid-orders topics. */
+/**
+ * Waits for the broker to answer, then creates topics.
+ * args: bootstrap [topic[:partitions] ...]   (default: orders, valid-orders, one partition each)
+ */
 public final class CreateTopics {
     public static void main(String[] args) throws Exception {
         String bootstrap = Common.bootstrap(args);
+        List<NewTopic> topics = new ArrayList<>();
+        for (int i = 1; i < args.length; i++) {
+            String[] nameAndCount = args[i].split(":", 2);
+            int partitions = nameAndCount.length > 1 ? Integer.parseInt(nameAndCount[1]) : 1;
+            topics.add(new NewTopic(nameAndCount[0], partitions, (short) 1));
+        }
+        if (topics.isEmpty()) {
+            topics.add(new NewTopic(Common.SOURCE_TOPIC, 1, (short) 1));
+            topics.add(new NewTopic(Common.SINK_TOPIC, 1, (short) 1));
+        }
         try (Admin admin = Admin.create(Common.adminProps(bootstrap, "kwire-create-topics"))) {
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
             while (true) {
@@ -22,11 +36,8 @@ public final class CreateTopics {
                     Thread.sleep(500);
                 }
             }
-            admin.createTopics(List.of(
-                    new NewTopic(Common.SOURCE_TOPIC, 1, (short) 1),
-                    new NewTopic(Common.SINK_TOPIC, 1, (short) 1)))
-                .all().get(30, TimeUnit.SECONDS);
-            Common.log("created topics %s, %s", Common.SOURCE_TOPIC, Common.SINK_TOPIC);
+            admin.createTopics(topics).all().get(30, TimeUnit.SECONDS);
+            Common.log("created topics %s", topics.stream().map(t -> t.name() + "(" + t.numPartitions() + ")").toList());
         }
     }
 }

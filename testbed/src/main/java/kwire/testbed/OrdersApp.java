@@ -5,27 +5,25 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Properties;
-import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.DescribeStreamsGroupsOptions;
 import org.apache.kafka.clients.admin.StreamsGroupDescription;
-import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
-import org.apache.kafka.clients.producer.KafkaProducer;
-import org.apache.kafka.clients.producer.ProducerRecord;
-import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.clients.admin.StreamsGroupTopologyDescriptionStatus;
 import org.apache.kafka.common.serialization.Serdes;
-import org.apache.kafka.common.serialization.StringDeserializer;
-import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
-import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
 import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Produced;
 
 /**
@@ -35,102 +33,133 @@ import org.apache.kafka.streams.kstream.Produced;
  * StreamsGroupHeartbeat rounds happen, describes the group while its member is live,
  * then closes cleanly (the member leaves the group).
  *
- * args: bootstrap [stay-seconds [state-dir]]  (a temp state dir is made and removed when none is given)
+ * <p>args: bootstrap [key=value ...]
+ * <ul>
+ *   <li>app-id (orders-app): the application id, i.e. the streams group id;</li>
+ *   <li>stay (12): seconds to stay up after the output check;</li>
+ *   <li>state-dir: Streams state dir (default: a temp dir, removed at the end);</li>
+ *   <li>variant (filter): "filter" is the appendix topology; "upper" adds a
+ *       mapValues(toUpperCase) between filter and sink (new nodes, same sub-topology
+ *       and topics, so the same StreamsGroupHeartbeat topology); "upper-store" also
+ *       turns the stream into a table materialized in the store "latest-order" (a
+ *       changelog topic: a different heartbeat topology);</li>
+ *   <li>await-status: before staying, describe the group every 5 s until its
+ *       topology description status is this (e.g. AVAILABLE), for up to await-seconds (120);</li>
+ *   <li>expect (running): "fatal" means the app is expected to be rejected by the
+ *       group coordinator (it must reach ERROR within 60 s; exit 0 then).</li>
+ * </ul>
  */
 public final class OrdersApp {
 
-    static Topology topology() {
+    static Topology topology(String variant) {
         StreamsBuilder b = new StreamsBuilder();
-        b.stream(Common.SOURCE_TOPIC, Consumed.with(Serdes.String(), Serdes.String()))
-            .filter((key, value) -> value != null && !value.isEmpty())
-            .to(Common.SINK_TOPIC, Produced.with(Serdes.String(), Serdes.String()));
+        KStream<String, String> valid = b.stream(Common.SOURCE_TOPIC, Consumed.with(Serdes.String(), Serdes.String()))
+            .filter((key, value) -> value != null && !value.isEmpty());
+        switch (variant) {
+            case "filter" -> { }
+            case "upper" -> valid = valid.mapValues(v -> v.toUpperCase(java.util.Locale.ROOT));
+            case "upper-store" -> valid = valid.mapValues(v -> v.toUpperCase(java.util.Locale.ROOT))
+                .toTable(Named.as("latest-order-table"), Materialized.as("latest-order"))
+                .toStream(Named.as("latest-order-stream"));
+            default -> throw new IllegalArgumentException("unknown variant " + variant);
+        }
+        valid.to(Common.SINK_TOPIC, Produced.with(Serdes.String(), Serdes.String()));
         return b.build();
     }
 
     public static void main(String[] args) throws Exception {
         String bootstrap = Common.bootstrap(args);
-        int staySeconds = args.length > 1 ? Integer.parseInt(args[1]) : 12;
-        Path stateDir = args.length > 2
-            ? Files.createDirectories(Path.of(args[2]))
+        Map<String, String> opt = Common.options(args);
+        String appId = opt.getOrDefault("app-id", Common.APPLICATION_ID);
+        int staySeconds = Integer.parseInt(opt.getOrDefault("stay", "12"));
+        String variant = opt.getOrDefault("variant", "filter");
+        String expect = opt.getOrDefault("expect", "running");
+        String awaitStatus = opt.get("await-status");
+        int awaitSeconds = Integer.parseInt(opt.getOrDefault("await-seconds", "120"));
+        Path stateDir = opt.containsKey("state-dir")
+            ? Files.createDirectories(Path.of(opt.get("state-dir")))
             : Files.createTempDirectory("kwire-streams-state");
 
-        Properties sp = new Properties();
-        sp.put(StreamsConfig.APPLICATION_ID_CONFIG, Common.APPLICATION_ID);
-        sp.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        sp.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, "streams");
-        sp.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
-        sp.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
-        sp.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
-        sp.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, "1000");
-        sp.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, "1");
-
-        Topology topology = topology();
-        Common.log("topology:%n%s", topology.describe());
+        Properties sp = Common.streamsProps(bootstrap, appId, stateDir);
+        Topology topology = topology(variant);
+        Common.log("%s (variant %s) topology:%n%s", appId, variant, topology.describe());
 
         CountDownLatch running = new CountDownLatch(1);
+        AtomicReference<Throwable> fatal = new AtomicReference<>();
         try (KafkaStreams streams = new KafkaStreams(topology, sp)) {
             streams.setStateListener((now, before) -> {
                 Common.log("streams state %s -> %s", before, now);
                 if (now == KafkaStreams.State.RUNNING) running.countDown();
             });
+            streams.setUncaughtExceptionHandler(e -> {
+                fatal.compareAndSet(null, e);
+                Common.log("streams fatal error: %s", e);
+                return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
+            });
             streams.start();
-            if (!running.await(90, TimeUnit.SECONDS)) {
-                throw new IllegalStateException("streams app did not reach RUNNING; state=" + streams.state());
+
+            if (expect.equals("fatal")) {
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+                while (streams.state() != KafkaStreams.State.ERROR && System.nanoTime() < deadline) {
+                    Thread.sleep(200);
+                }
+                if (streams.state() != KafkaStreams.State.ERROR) {
+                    throw new IllegalStateException("expected the app to be rejected; state=" + streams.state());
+                }
+                Throwable e = fatal.get();
+                while (e != null && e.getCause() != null && e.getCause() != e) e = e.getCause();
+                Common.log("rejected as expected: %s", e);
+                return;
             }
 
-            List<String> values = List.of("order-1:widget", "", "order-2:gadget", "", "order-3:gizmo", "order-4:doohickey");
-            Properties pp = new Properties();
-            pp.put("bootstrap.servers", bootstrap);
-            pp.put("client.id", "kwire-orders-producer");
-            pp.put("key.serializer", StringSerializer.class.getName());
-            pp.put("value.serializer", StringSerializer.class.getName());
-            pp.put("linger.ms", "0");
-            try (KafkaProducer<String, String> producer = new KafkaProducer<>(pp)) {
-                int i = 0;
-                for (String v : values) {
-                    producer.send(new ProducerRecord<>(Common.SOURCE_TOPIC, "k" + (i++), v)).get(30, TimeUnit.SECONDS);
-                }
+            if (!running.await(90, TimeUnit.SECONDS)) {
+                throw new IllegalStateException("streams app did not reach RUNNING; state=" + streams.state(), fatal.get());
             }
+
+            String tag = appId + "/" + variant;
+            List<String> values = List.of("order-1:widget", "", "order-2:gadget", "", "order-3:gizmo", "order-4:doohickey");
+            List<String[]> records = new ArrayList<>();
+            int i = 0;
+            for (String v : values) records.add(new String[] {"k" + (i++), v.isEmpty() ? v : v + "@" + tag});
+            Common.produce(bootstrap, "kwire-orders-producer", Common.SOURCE_TOPIC, records);
             long expected = values.stream().filter(v -> !v.isEmpty()).count();
             Common.log("produced %d records to %s (%d non-empty)", values.size(), Common.SOURCE_TOPIC, expected);
 
             // Read the sink without a consumer group (assign + seek), so the only group
-            // traffic in the capture is the streams group itself.
-            Properties cp = new Properties();
-            cp.put("bootstrap.servers", bootstrap);
-            cp.put("client.id", "kwire-valid-orders-reader");
-            cp.put("key.deserializer", StringDeserializer.class.getName());
-            cp.put("value.deserializer", StringDeserializer.class.getName());
-            cp.put("enable.auto.commit", "false");
-            cp.put("auto.offset.reset", "earliest");
-            List<String> seen = new ArrayList<>();
-            try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(cp)) {
-                TopicPartition tp = new TopicPartition(Common.SINK_TOPIC, 0);
-                consumer.assign(Set.of(tp));
-                consumer.seekToBeginning(Set.of(tp));
-                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-                while (seen.size() < expected && System.nanoTime() < deadline) {
-                    for (ConsumerRecord<String, String> r : consumer.poll(Duration.ofMillis(500))) {
-                        seen.add(r.value());
-                    }
-                }
+            // traffic in the capture is the streams group itself. Other runs may have
+            // written to the topic before, so count only this run's records.
+            String suffix = ("@" + tag).toLowerCase(java.util.Locale.ROOT);
+            List<String> mine = Common.readAll(bootstrap, "kwire-valid-orders-reader", Common.SINK_TOPIC, 1,
+                kv -> kv.toLowerCase(java.util.Locale.ROOT).endsWith(suffix), (int) expected, 30);
+            Common.log("read %d records of this run from %s: %s", mine.size(), Common.SINK_TOPIC, mine);
+            if (mine.size() < expected) {
+                throw new IllegalStateException("expected " + expected + " filtered records, got " + mine.size());
             }
-            Common.log("read %d records from %s: %s", seen.size(), Common.SINK_TOPIC, seen);
-            if (seen.size() != expected) {
-                throw new IllegalStateException("expected " + expected + " filtered records, got " + seen.size());
-            }
-
-            Common.log("staying up %d s for heartbeat rounds", staySeconds);
-            Thread.sleep(TimeUnit.SECONDS.toMillis(staySeconds));
 
             try (Admin admin = Admin.create(Common.adminProps(bootstrap, "kwire-live-describer"))) {
-                StreamsGroupDescription d = admin.describeStreamsGroups(List.of(Common.APPLICATION_ID),
+                if (awaitStatus != null) {
+                    StreamsGroupTopologyDescriptionStatus want = StreamsGroupTopologyDescriptionStatus.valueOf(awaitStatus);
+                    long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(awaitSeconds);
+                    StreamsGroupTopologyDescriptionStatus seen;
+                    while (true) {
+                        seen = Common.describe(admin, appId, true).topologyDescriptionStatus();
+                        Common.log("topology description status of %s: %s (waiting for %s)", appId, seen, want);
+                        if (seen == want) break;
+                        if (System.nanoTime() > until) {
+                            throw new IllegalStateException("status " + want + " not reached in " + awaitSeconds + " s");
+                        }
+                        Thread.sleep(5000);
+                    }
+                }
+
+                Common.log("staying up %d s for heartbeat rounds", staySeconds);
+                Thread.sleep(TimeUnit.SECONDS.toMillis(staySeconds));
+
+                StreamsGroupDescription d = admin.describeStreamsGroups(List.of(appId),
                         new DescribeStreamsGroupsOptions().includeTopologyDescription(true)
                             .includeAuthorizedOperations(true))
-                    .all().get(30, TimeUnit.SECONDS).get(Common.APPLICATION_ID);
-                Common.log("live describe: state=%s groupEpoch=%d members=%d topologyStatus=%s topology=%s",
-                    d.groupState(), d.groupEpoch(), d.members().size(), d.topologyDescriptionStatus(),
-                    d.topologyDescription().map(Object::toString).orElse("<none>"));
+                    .all().get(30, TimeUnit.SECONDS).get(appId);
+                Common.logDescription("live describe", d);
             }
 
             Common.log("closing streams app");
@@ -139,9 +168,7 @@ public final class OrdersApp {
             }
             Common.log("streams closed, state=%s", streams.state());
         } finally {
-            try (var walk = Files.walk(stateDir)) {
-                walk.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-            }
+            Common.deleteTree(stateDir);
         }
     }
 }
