@@ -117,10 +117,6 @@ const ProgramSet& ProgramSet::release() {
   return set;
 }
 
-std::string_view ProgramSet::intern(std::string s) {
-  strings_.push_back(std::move(s));
-  return strings_.back();
-}
 
 void ProgramSet::add(const ProgramTables& t, std::shared_ptr<const void> owner) {
   if (owner) owners_.push_back(std::move(owner));

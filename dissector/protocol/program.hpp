@@ -121,8 +121,6 @@ class ProgramSet {
   // direction).
   // `owner` keeps the strings of run-time compiled tables alive.
   void add(const ProgramTables& t, std::shared_ptr<const void> owner = nullptr);
-  // Keeps the strings used by runtime-built tables alive.
-  std::string_view intern(std::string s);
 
   const MessageProgram* find(int16_t api_key, int16_t version, Direction d) const;
   const MessageProgram* find_api(std::string_view name_or_key) const;  // any version
@@ -142,7 +140,6 @@ class ProgramSet {
   std::unordered_map<uint32_t, uint32_t> index_;  // key(api, version, dir) -> message
   uint32_t request_header_[3] = {0, 0, 0};
   uint32_t response_header_[2] = {0, 0};
-  std::deque<std::string> strings_;
   std::vector<std::shared_ptr<const void>> owners_;
 };
 
