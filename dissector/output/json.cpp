@@ -1,3 +1,4 @@
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 
@@ -47,9 +48,8 @@ void object(std::string& out, const ProgramSet& ps, const Frame& f, uint32_t i) 
     const Node& n = f.nodes[c];
     if (n.desc == kDescUnknownTag) {
       // Kafka's converters drop unknown tagged fields; kwire keeps them.
-      out += first ? "" : ",";
-      out += unknown_open ? "" : "\"_unknownTaggedFields\":[";
       if (unknown_open) out += ',';
+      else out += first ? "\"_unknownTaggedFields\":[" : ",\"_unknownTaggedFields\":[";
       out += "{\"tag\":";
       append_int(out, n.tag);
       out += ",\"data\":\"";
@@ -79,10 +79,17 @@ void value(std::string& out, const ProgramSet& ps, const Frame& f, uint32_t i) {
   switch (n.type) {
     case WireType::Bool: out += n.v.i ? "true" : "false"; return;
     case WireType::Float64: {
+      // As Kafka's converters (Jackson) write doubles: shortest round-trip
+      // digits, always with a fraction or exponent (-0.0 stays -0.0), and
+      // the non-finite values as the strings "NaN", "Infinity", "-Infinity".
+      double x = n.v.f;
+      if (std::isnan(x)) { out += "\"NaN\""; return; }
+      if (std::isinf(x)) { out += x > 0 ? "\"Infinity\"" : "\"-Infinity\""; return; }
       char b[32];
-      if (std::isfinite(n.v.f)) snprintf(b, sizeof b, "%.17g", n.v.f);
-      else snprintf(b, sizeof b, "\"%g\"", n.v.f);  // Kafka writes NaN/Infinity as strings too
-      out += b;
+      auto r = std::to_chars(b, b + sizeof b, x);
+      std::string_view digits(b, static_cast<size_t>(r.ptr - b));
+      out += digits;
+      if (digits.find_first_of(".e") == std::string_view::npos) out += ".0";
       return;
     }
     case WireType::Uuid: out += '"'; out += wire::uuid_to_string(n.v.p); out += '"'; return;
