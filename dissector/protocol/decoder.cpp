@@ -103,10 +103,15 @@ class Run {
           if (!need(1, d)) return false;
           int8_t marker = static_cast<int8_t>(*p_++);
           if (marker < 0) {
-            uint32_t n = f_.leaf(di, t, parent, start, 1);
-            f_.nodes[n].flags = flags | kNull;
+            uint32_t n = f_.leaf(di, t, parent, start, 1, flags | kNull);
+            f_.nodes[n].aux = kMarkerRecorded | static_cast<uint8_t>(marker);  // Kafka reads any negative as null
             return true;
           }
+          uint32_t n = f_.open(di, t, parent, start, nflags);
+          f_.nodes[n].aux = kMarkerRecorded | static_cast<uint8_t>(marker);  // and anything else as present
+          bool ok = structure(static_cast<uint32_t>(d.sub), n);
+          f_.close(n, pos());
+          return ok;
         }
         uint32_t n = f_.open(di, t, parent, start, nflags);
         bool ok = structure(static_cast<uint32_t>(d.sub), n);
@@ -129,6 +134,7 @@ class Run {
       auto s = wire::read_uvarint32(p_, end_, u);
       if (s == VarintStatus::Truncated) return fail(at, std::string(d.name) + ": length varint runs past the end");
       if (s == VarintStatus::Overlong) return fail(at, std::string(d.name) + ": overlong length varint");
+      note_varint(at, u);
       len = static_cast<int64_t>(u) - 1;
       return true;
     }
@@ -198,6 +204,12 @@ class Run {
     return ok;
   }
 
+  // Kafka accepts varints in longer than minimal form; they decode, but
+  // re-encoding writes the minimal form, so the frame says it is not canonical.
+  void note_varint(uint32_t start, uint64_t value) {
+    if (pos() - start != wire::uvarint_size(value)) f_.canonical = false;
+  }
+
   uint64_t element_min_size(const FieldDesc& d) const {
     switch (d.elem) {
       case WireType::Int8: case WireType::Bool: return 1;
@@ -219,12 +231,17 @@ class Run {
     if (s != VarintStatus::Ok)
       return fail(at, s == VarintStatus::Overlong ? "overlong tagged field count" : "tagged field count runs past the end");
     if (count > left()) return fail(at, "tagged field count " + std::to_string(count) + " exceeds the bytes left");
+    note_varint(at, count);
     for (uint32_t i = 0; i < count; ++i) {
       uint32_t field_start = pos();
       uint32_t tag, size;
-      if (wire::read_uvarint32(p_, end_, tag) != VarintStatus::Ok ||
-          wire::read_uvarint32(p_, end_, size) != VarintStatus::Ok)
-        return fail(field_start, "bad tag or size varint in tagged field " + std::to_string(i));
+      if (wire::read_uvarint32(p_, end_, tag) != VarintStatus::Ok)
+        return fail(field_start, "bad tag varint in tagged field " + std::to_string(i));
+      note_varint(field_start, tag);
+      uint32_t size_at = pos();
+      if (wire::read_uvarint32(p_, end_, size) != VarintStatus::Ok)
+        return fail(size_at, "bad size varint in tagged field " + std::to_string(i));
+      note_varint(size_at, size);
       if (size > left())
         return fail(field_start, "tagged field " + std::to_string(tag) + ": size " + std::to_string(size) +
                                      " exceeds the " + std::to_string(left()) + " bytes left");
@@ -352,12 +369,6 @@ void FrameDecoder::decode_response(std::span<const uint8_t> msg, int16_t api_key
   }
   out.correlation_id = static_cast<int32_t>(load_be32(msg.data() + 4));
   out.program = ps_.find(api_key, api_version, Direction::Response);
-  // A broker that does not support the requested ApiVersions version answers
-  // UNSUPPORTED_VERSION in the v0 layout.
-  if (api_key == 18 && api_version > 0 && msg.size() >= 10 && static_cast<int16_t>(load_be16(msg.data() + 8)) == 35) {
-    out.api_version = 0;
-    out.program = ps_.find(api_key, 0, Direction::Response);
-  }
   bool flexible = out.program && out.program->flexible;
   out.header_version = response_header_version(api_key, flexible);
   Run run(ps_, out, msg.data(), msg.data() + msg.size(), 4);
@@ -368,6 +379,13 @@ void FrameDecoder::decode_response(std::span<const uint8_t> msg, int16_t api_key
     return;
   }
   decode_body(ps_, run, out);
+  // A broker that does not support the requested ApiVersions version answers
+  // UNSUPPORTED_VERSION in the v0 layout; like Kafka's client, read it that
+  // way only when the requested layout does not fit.
+  if (!out.ok() && api_key == 18 && api_version > 0 && msg.size() >= 10 &&
+      static_cast<int16_t>(load_be16(msg.data() + 8)) == 35) {
+    decode_response(msg, api_key, 0, out);
+  }
 }
 
 }  // namespace kwire

@@ -76,8 +76,10 @@ class Emit {
         return true;
       case WireType::Struct:
         if (d.nullable() && !element) {
-          if (node.is_null()) { w_.u8(0xff); return true; }
-          w_.u8(1);
+          // The marker byte as decoded (any negative is null), else -1 / 1.
+          bool recorded = node.aux & kMarkerRecorded;
+          if (node.is_null()) { w_.u8(recorded ? static_cast<uint8_t>(node.aux) : 0xff); return true; }
+          w_.u8(recorded ? static_cast<uint8_t>(node.aux) : 1);
         }
         return structure(static_cast<uint32_t>(d.sub), n);
       case WireType::Array: {

@@ -12,6 +12,7 @@ void Frame::clear() {
   correlation_id = 0;
   header_version = 0;
   guessed = false;
+  canonical = true;
   message = {};
   nodes.clear();
   body = 0;

@@ -25,13 +25,17 @@ enum NodeFlag : uint8_t {
   kOverlay = 1 << 3,
 };
 
+// Node::aux of a nullable struct decoded from the wire: kMarkerRecorded | the
+// marker byte, so that re-encoding writes the byte that came.
+constexpr uint32_t kMarkerRecorded = 0x100;
+
 struct Node {
   uint32_t desc = 0;     // FieldDesc index in the ProgramSet
   uint32_t offset = 0;   // wire offset from the start of the message (size prefix included)
   uint32_t length = 0;   // wire length, length prefixes included
   uint32_t end = 0;      // one past the last node of this subtree
   uint32_t parent = 0;   // enclosing node (itself for a root)
-  uint32_t aux = 0;      // arrays: element count; strings/bytes: data length; bool: raw byte
+  uint32_t aux = 0;      // arrays: element count; strings/bytes: data length; bool, nullable struct: raw byte
   union {
     int64_t i;
     uint64_t u;
@@ -62,6 +66,7 @@ class Frame {
   int32_t correlation_id = 0;
   int header_version = 0;
   bool guessed = false;          // response version guessed (decode --guess)
+  bool canonical = true;         // false: non-minimal varints, which re-encode in minimal form
   std::span<const uint8_t> message;  // the bytes, size prefix included
   std::vector<Node> nodes;       // [0] header struct, then the body struct
   uint32_t body = 0;             // index of the body's root node (0 if none)

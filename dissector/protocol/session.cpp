@@ -8,7 +8,6 @@ namespace kwire {
 
 namespace {
 constexpr int kRequests = 0;   // bytes from the Kafka client
-constexpr int kResponses = 1;  // bytes from the broker
 constexpr size_t kPlausibleRequestBytes = 14;  // size, api key, version, correlation id, client id length
 
 bool is_tls_record(std::span<const uint8_t> b) {

@@ -101,7 +101,7 @@ class Parser {
     }
     m.valid = versions(j, "validVersions", "", true);
     m.flexible = versions(j, "flexibleVersions", "", false);
-    m.latest_unstable = j.value("latestVersionUnstable", false);
+    m.latest_unstable = flag(j, "latestVersionUnstable", "");
     if (j.contains("listeners") && j["listeners"].is_array())
       for (const auto& l : j["listeners"]) if (l.is_string()) m.listeners.push_back(l.get<std::string>());
     if ((m.type == "request" || m.type == "response") && m.api_key < 0)
@@ -141,6 +141,12 @@ class Parser {
     return j[key].get<std::string>();
   }
 
+  bool flag(const json& j, const char* key, const std::string& where) {
+    if (!j.contains(key)) return false;
+    if (!j[key].is_boolean()) { fail(where, std::string("\"") + key + "\" is not true or false"); return false; }
+    return j[key].get<bool>();
+  }
+
   Versions versions(const json& j, const char* key, const std::string& where, bool required) {
     std::string s = str(j, key, where, required);
     if (s.empty()) return Versions{0, -1};
@@ -170,8 +176,8 @@ class Parser {
         const auto& d = j["default"];
         f.default_value = d.is_string() ? d.get<std::string>() : d.dump();
       }
-      f.ignorable = j.value("ignorable", false);
-      f.map_key = j.value("mapKey", false);
+      f.ignorable = flag(j, "ignorable", where);
+      f.map_key = flag(j, "mapKey", where);
       f.entity = str(j, "entityType", where, false);
       if (j.contains("fields")) {
         if (!j["fields"].is_array()) fail(where, "\"fields\" is not an array");
@@ -185,6 +191,30 @@ class Parser {
   void validate(const MessageSpec& m) {
     check_fields(m, m.fields, "", 0);
     for (const auto& s : m.common_structs) check_fields(m, s.fields, s.name, 0);
+    if (failed_) return;
+    std::vector<std::string_view> open;
+    check_cycles(m, m.fields, "", open);
+  }
+
+  // A struct that contains itself, directly or through others, has no finite
+  // layout (Kafka's generator rejects it too).
+  void check_cycles(const MessageSpec& m, const std::vector<FieldSpec>& fs, const std::string& prefix,
+                    std::vector<std::string_view>& open) {
+    for (const auto& f : fs) {
+      std::string where = prefix.empty() ? f.name : prefix + "." + f.name;
+      auto et = f.element_type();
+      if (is_primitive(et)) continue;
+      if (std::find(open.begin(), open.end(), et) != open.end()) {
+        fail(where, "struct type \"" + std::string(et) + "\" contains itself");
+        return;
+      }
+      const auto* sub = f.fields.empty() ? m.struct_fields(et) : &f.fields;
+      if (!sub) continue;
+      open.push_back(et);
+      check_cycles(m, *sub, where, open);
+      open.pop_back();
+      if (failed_) return;
+    }
   }
 
   void check_fields(const MessageSpec& m, const std::vector<FieldSpec>& fs, const std::string& prefix, int depth) {
@@ -248,8 +278,16 @@ std::optional<MessageSpec> parse_spec(std::string_view text, const std::string& 
     if (auto p = what.find("parse error"); p != std::string::npos) what = what.substr(p);
     errors.push_back({file, "", "invalid JSON at " + position(text, e.byte ? e.byte - 1 : 0) + ": " + what});
     return std::nullopt;
+  } catch (const json::exception& e) {  // e.g. a number too large for any type
+    errors.push_back({file, "", std::string("invalid JSON: ") + e.what()});
+    return std::nullopt;
   }
-  return Parser(file, errors).message(j);
+  try {
+    return Parser(file, errors).message(j);
+  } catch (const json::exception& e) {  // a value of an unexpected JSON type
+    errors.push_back({file, "", std::string("unexpected JSON value: ") + e.what()});
+    return std::nullopt;
+  }
 }
 
 std::optional<MessageSpec> load_spec_file(const std::string& path, std::vector<SpecError>& errors) {
