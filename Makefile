@@ -5,7 +5,7 @@ BUILD_TEST ?= build-test
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all build demo test bench deps clean captures
+.PHONY: all build demo test bench deps clean captures conformance fuzz-smoke
 
 all: build
 
@@ -32,7 +32,9 @@ SCENARIOS ?=
 captures: build
 	testbed/make-captures $(SCENARIOS)
 
-# Every test, through ctest, with warnings as errors and ASan+UBSan.
+# Every test, through ctest, with warnings as errors and ASan+UBSan: unit and
+# golden tests, the real captures, the live broker test, full conformance with
+# Kafka's serializers and a 60 s fuzz smoke run per target.
 test: deps
 	cmake -S . -B $(BUILD_TEST) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DKWIRE_WERROR=ON -DKWIRE_SANITIZE=ON $(CMAKE_FLAGS)
 	cmake --build $(BUILD_TEST) -j $(JOBS)
@@ -43,5 +45,15 @@ bench: deps
 	cmake --build build-bench -j $(JOBS)
 	bench/run-all build-bench
 
+# Conformance with Kafka's own serializers: rebuilds the full corpus with
+# kafka-clients 4.4.0 (JDK + Maven) and runs both directions.
+conformance: deps
+	tools/conformance
+
+# Each libFuzzer target for 60 s (clang-14, ASan+UBSan), seeded from the
+# conformance corpus, the captures and the specs.
+fuzz-smoke: deps
+	tools/fuzz-smoke
+
 clean:
-	rm -rf $(BUILD) $(BUILD_TEST) build-bench
+	rm -rf $(BUILD) $(BUILD_TEST) build-bench build-conformance build-fuzz
