@@ -19,31 +19,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/test_support.hpp"
+
 namespace {
 
 using nlohmann::json;
 
-struct Output {
-  std::string out;
-  std::string err;
-  int status = -1;
-};
+using kwire::test::lines;
 
-Output run_kwire(const std::string& args) {
-  auto err_path = std::filesystem::temp_directory_path() / ("kwire-captures-err-" + std::to_string(::getpid()));
-  std::string cmd = std::string(KWIRE_BINARY) + " " + args + " 2>" + err_path.string();
-  Output r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[65536];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  r.status = pclose(p);
-  std::ifstream e(err_path);
-  r.err.assign(std::istreambuf_iterator<char>(e), {});
-  std::filesystem::remove(err_path);
-  return r;
-}
+kwire::test::CommandResult run_kwire(const std::string& args) { return kwire::test::kwire_cmd(args); }
 
 std::string capture(const std::string& name) { return std::string(KWIRE_SOURCE_DIR) + "/captures/" + name; }
 

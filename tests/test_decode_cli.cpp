@@ -16,34 +16,8 @@ using namespace kwire;
 
 namespace {
 
-struct Run {
-  std::string out;
-  std::string err;
-  int status = -1;
-};
-
-Run kwire_cmd(const std::string& args) {
-  auto err_path = std::filesystem::temp_directory_path() / ("kwire-err-" + std::to_string(::getpid()));
-  std::string cmd = std::string(KWIRE_BINARY) + " " + args + " 2>" + err_path.string();
-  Run r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  r.status = pclose(p);
-  std::ifstream e(err_path);
-  r.err.assign(std::istreambuf_iterator<char>(e), {});
-  std::filesystem::remove(err_path);
-  return r;
-}
-
-std::vector<std::string> lines(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  for (size_t i; (i = s.find('\n', start)) != std::string::npos; start = i + 1) out.push_back(s.substr(start, i - start));
-  return out;
-}
+using test::kwire_cmd;
+using test::lines;
 
 class DecodeCli : public ::testing::Test {
  protected:

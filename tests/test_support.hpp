@@ -59,6 +59,16 @@ inline Bytes request_header_v2(int api, int version, int corr, const std::string
 // Reads a field by dotted path from the body ("Groups[0].Members[1].MemberEpoch").
 const Node* at(const Frame& f, const ProgramSet& ps, const std::string& path);
 
+// Runs the kwire binary under test with `args`.
+struct CommandResult {
+  std::string out;
+  std::string err;
+  int status = -1;  // as from pclose
+};
+CommandResult kwire_cmd(const std::string& args);
+// The lines of `s`, without their newlines.
+std::vector<std::string> lines(const std::string& s);
+
 }  // namespace kwire::test
 
 namespace kwire::test {
