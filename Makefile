@@ -39,6 +39,8 @@ test: deps
 	cmake -S . -B $(BUILD_TEST) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DKWIRE_WERROR=ON -DKWIRE_SANITIZE=ON $(CMAKE_FLAGS)
 	cmake --build $(BUILD_TEST) -j $(JOBS)
 	cd $(BUILD_TEST) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
+	@echo "conformance summaries (ctest -R conformance -V prints them too):"
+	@grep -h '^conformance: \|^kafka-reserialize: ' $(BUILD_TEST)/Testing/Temporary/LastTest.log | sort -u || true
 
 bench: deps
 	cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DKWIRE_BENCH=ON -DKWIRE_TESTS=OFF
