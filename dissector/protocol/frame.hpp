@@ -78,7 +78,7 @@ class Frame {
   static constexpr uint32_t kRoot = UINT32_MAX;  // parent of a root node
   // Builder used by the decoder, the records decoder and generators.
   // Inline: these run once per decoded field.
-  uint32_t open(uint32_t desc, WireType type, uint32_t parent, uint32_t offset, uint8_t flags = 0) {
+  [[gnu::always_inline]] uint32_t open(uint32_t desc, WireType type, uint32_t parent, uint32_t offset, uint8_t flags = 0) {
     uint32_t idx = static_cast<uint32_t>(nodes.size());
     Node& n = nodes.emplace_back();
     n.desc = desc;
@@ -94,7 +94,7 @@ class Frame {
     n.end = static_cast<uint32_t>(nodes.size());
     n.length = end_offset - n.offset;
   }
-  uint32_t leaf(uint32_t desc, WireType type, uint32_t parent, uint32_t offset, uint32_t length, uint8_t flags = 0) {
+  [[gnu::always_inline]] uint32_t leaf(uint32_t desc, WireType type, uint32_t parent, uint32_t offset, uint32_t length, uint8_t flags = 0) {
     uint32_t idx = open(desc, type, parent, offset, flags);
     nodes[idx].length = length;
     return idx;

@@ -520,7 +520,7 @@ class RecordsDecoder {
     f_.nodes[i].flags = flags;
     return i;
   }
-  void int_leaf(uint32_t desc, WireType t, uint32_t parent, uint32_t off, uint32_t len, uint8_t flags, int64_t v) {
+  [[gnu::always_inline]] void int_leaf(uint32_t desc, WireType t, uint32_t parent, uint32_t off, uint32_t len, uint8_t flags, int64_t v) {
     f_.nodes[leaf(desc, t, parent, off, len, flags)].v.i = v;
   }
   // A bytes/string leaf: `prefix` bytes of length, then `n` bytes at `data` (n < 0: null).
