@@ -4,6 +4,7 @@
 #include <snappy-c.h>
 #include <zlib.h>
 #include <zstd.h>
+#include <zstd_errors.h>
 
 #include <algorithm>
 #include <array>
@@ -436,6 +437,19 @@ std::string unzstd(std::span<const uint8_t> in, std::vector<uint8_t>& out, size_
     hint = static_cast<size_t>(content);
   }
   start_output(out, hint, in.size(), hard);
+  // One pass straight into the output when it is big enough (usual: the
+  // scratch buffer keeps its size between batches); streaming otherwise.
+  // The single pass needs no window buffer and no copy out of it.
+  if (out.capacity() > out.size()) out.resize(std::min(out.capacity(), hard));
+  size_t whole = ZSTD_decompressDCtx(zs.d, out.data(), out.size(), in.data(), in.size());
+  if (!ZSTD_isError(whole)) {
+    if (whole > limit) return too_big(limit);
+    out.resize(whole);
+    return {};
+  }
+  if (ZSTD_getErrorCode(whole) != ZSTD_error_dstSize_tooSmall)
+    return std::string("corrupt zstd data: ") + ZSTD_getErrorName(whole);
+  ZSTD_DCtx_reset(zs.d, ZSTD_reset_session_only);
   ZSTD_inBuffer ib{in.data(), in.size(), 0};
   size_t produced = 0, r = 1;
   while (ib.pos < ib.size || (r != 0 && produced == out.size())) {
