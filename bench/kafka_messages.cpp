@@ -116,18 +116,6 @@ const char* kProduceTopics[] = {"orders", "payments", "customers", "clickstream"
 
 }  // namespace
 
-std::vector<uint8_t> Msg::message() const {
-  uint32_t n = static_cast<uint32_t>(b_.size());
-  std::vector<uint8_t> m;
-  m.reserve(4 + b_.size());
-  m.push_back(uint8_t(n >> 24));
-  m.push_back(uint8_t(n >> 16));
-  m.push_back(uint8_t(n >> 8));
-  m.push_back(uint8_t(n));
-  m.insert(m.end(), b_.begin(), b_.end());
-  return m;
-}
-
 Msg request_header(int api_key, int version, int32_t corr, std::string_view client_id) {
   Msg m;
   m.i16(api_key).i16(version).i32(corr).str(client_id).tags0();

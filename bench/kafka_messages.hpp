@@ -16,43 +16,12 @@
 #include <vector>
 
 #include "dissector/protocol/records.hpp"
+#include "dissector/wire/message_builder.hpp"
 
 namespace kwire::bench {
 
 // Appends Kafka wire encodings; message() prepends the size.
-class Msg {
- public:
-  Msg& i8(int v) { b_.push_back(static_cast<uint8_t>(v)); return *this; }
-  Msg& i16(int v) { return i8(v >> 8).i8(v); }
-  Msg& i32(int64_t v) { return i16(static_cast<int>(v >> 16)).i16(static_cast<int>(v & 0xffff)); }
-  Msg& i64(int64_t v) { return i32(v >> 32).i32(v & 0xffffffff); }
-  Msg& boolean(bool v) { return i8(v ? 1 : 0); }
-  Msg& uvarint(uint64_t v) {
-    while (v >= 0x80) { b_.push_back(static_cast<uint8_t>(v | 0x80)); v >>= 7; }
-    b_.push_back(static_cast<uint8_t>(v));
-    return *this;
-  }
-  Msg& raw(std::span<const uint8_t> s) { b_.insert(b_.end(), s.begin(), s.end()); return *this; }
-  Msg& raw(std::string_view s) { b_.insert(b_.end(), s.begin(), s.end()); return *this; }
-  // Classic (int16 length) string, as in the request header's client id.
-  Msg& str(std::string_view s) { return i16(static_cast<int>(s.size())).raw(s); }
-  Msg& cstr(std::string_view s) { return uvarint(s.size() + 1).raw(s); }
-  Msg& cnull() { return uvarint(0); }            // null compact string / array / bytes
-  Msg& carr(size_t n) { return uvarint(n + 1); }  // compact array length
-  Msg& cbytes(std::span<const uint8_t> s) { return uvarint(s.size() + 1).raw(s); }
-  Msg& uuid(uint64_t hi, uint64_t lo) { return i64(static_cast<int64_t>(hi)).i64(static_cast<int64_t>(lo)); }
-  Msg& tags0() { return uvarint(0); }
-  // Compact (flexible versions) or classic (int16 string, int32 array) encodings.
-  Msg& s(bool compact, std::string_view v) { return compact ? cstr(v) : str(v); }
-  Msg& arr(bool compact, size_t n) { return compact ? carr(n) : i32(static_cast<int64_t>(n)); }
-  Msg& present() { return i8(1); }               // nullable struct: present
-  Msg& absent() { return i8(-1); }               // nullable struct: null
-  size_t size() const { return b_.size(); }
-  std::vector<uint8_t> message() const;
-
- private:
-  std::vector<uint8_t> b_;
-};
+using Msg = wire::MessageBuilder;
 
 // Request header v2 / response header v1 (flexible messages).
 Msg request_header(int api_key, int version, int32_t corr, std::string_view client_id);

@@ -9,45 +9,12 @@
 #include "dissector/protocol/decoder.hpp"
 #include "dissector/protocol/encoder.hpp"
 #include "dissector/protocol/frame.hpp"
+#include "dissector/wire/message_builder.hpp"
 
 namespace kwire::test {
 
 // Builds wire bytes field by field, as a reader of the spec would.
-class Bytes {
- public:
-  Bytes& i8(int v) { b_.push_back(static_cast<uint8_t>(v)); return *this; }
-  Bytes& i16(int v) { return i8(v >> 8).i8(v); }
-  Bytes& i32(int64_t v) { return i16(static_cast<int>(v >> 16)).i16(static_cast<int>(v & 0xffff)); }
-  Bytes& i64(int64_t v) { return i32(v >> 32).i32(v & 0xffffffff); }
-  Bytes& uvarint(uint64_t v) {
-    while (v >= 0x80) { b_.push_back(static_cast<uint8_t>(v | 0x80)); v >>= 7; }
-    b_.push_back(static_cast<uint8_t>(v));
-    return *this;
-  }
-  Bytes& raw(const std::string& s) { b_.insert(b_.end(), s.begin(), s.end()); return *this; }
-  Bytes& raw(const std::vector<uint8_t>& s) { b_.insert(b_.end(), s.begin(), s.end()); return *this; }
-  // Compact string: unsigned varint length+1, then the bytes.
-  Bytes& cstr(const std::string& s) { return uvarint(s.size() + 1).raw(s); }
-  Bytes& cnull() { return uvarint(0); }
-  // Classic string: int16 length.
-  Bytes& str(const std::string& s) { return i16(static_cast<int>(s.size())).raw(s); }
-  // Compact array length.
-  Bytes& carr(size_t n) { return uvarint(n + 1); }
-  Bytes& uuid(uint8_t fill) { for (int i = 0; i < 16; ++i) i8(fill); return *this; }
-  Bytes& tags0() { return uvarint(0); }
-  const std::vector<uint8_t>& bytes() const { return b_; }
-  // The whole message: int32 size prefix, then these bytes.
-  std::vector<uint8_t> message() const {
-    uint32_t n = static_cast<uint32_t>(b_.size());
-    std::vector<uint8_t> m(4 + b_.size());
-    m[0] = uint8_t(n >> 24); m[1] = uint8_t(n >> 16); m[2] = uint8_t(n >> 8); m[3] = uint8_t(n);
-    std::copy(b_.begin(), b_.end(), m.begin() + 4);
-    return m;
-  }
-
- private:
-  std::vector<uint8_t> b_;
-};
+using Bytes = wire::MessageBuilder;
 
 // Request header v2 (flexible): api key, version, correlation id, classic client id, tags.
 inline Bytes request_header_v2(int api, int version, int corr, const std::string& client = "kwire-test") {

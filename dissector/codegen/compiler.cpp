@@ -42,17 +42,6 @@ static WireType primitive_type(std::string_view t) {
   return WireType::Struct;
 }
 
-static uint32_t fixed_size(WireType t) {
-  switch (t) {
-    case WireType::Int8: case WireType::Bool: return 1;
-    case WireType::Int16: case WireType::Uint16: return 2;
-    case WireType::Int32: case WireType::Uint32: return 4;
-    case WireType::Int64: case WireType::Float64: return 8;
-    case WireType::Uuid: return 16;
-    default: return 0;
-  }
-}
-
 SpecCompiler::SpecCompiler(std::string origin, bool overlay) : origin_(std::move(origin)), overlay_(overlay) {
   t_.origin = s(origin_);
 }
@@ -122,7 +111,7 @@ uint32_t SpecCompiler::compile_struct(const spec::MessageSpec& m, std::string_vi
       key += d.entity; key += ':'; key += d.default_value;
       if (d.tagged()) continue;
       if (d.type == WireType::Array || d.type == WireType::Bytes || d.type == WireType::Records)
-        min_size += d.compact() ? 1 : (d.type == WireType::Array || d.type == WireType::Bytes || d.type == WireType::Records ? 4 : 2);
+        min_size += d.compact() ? 1 : 4;  // length prefix
       else if (d.type == WireType::String) min_size += d.compact() ? 1 : 2;
       else if (d.type == WireType::Struct) min_size += d.nullable() ? 1 : t_.structs[d.sub].min_size;
       else min_size += fixed_size(d.type);

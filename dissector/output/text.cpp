@@ -292,17 +292,10 @@ void write_layout(std::ostream& out, const ProgramSet& ps, const MessageProgram&
     const ProgramSet& ps;
     void field(const FieldDesc& d, const std::string& path) {
       std::string type;
-      const char* size = "var";
+      std::string size = "var";
       WireType t = d.type == WireType::Array ? d.elem : d.type;
       std::string base = t == WireType::Struct ? std::string(ps.structure(d.sub).name) : std::string(wire_type_name(t));
-      switch (t) {
-        case WireType::Int8: case WireType::Bool: size = "1"; break;
-        case WireType::Int16: case WireType::Uint16: size = "2"; break;
-        case WireType::Int32: case WireType::Uint32: size = "4"; break;
-        case WireType::Int64: case WireType::Float64: size = "8"; break;
-        case WireType::Uuid: size = "16"; break;
-        default: break;
-      }
+      if (uint32_t n = fixed_size(t)) size = std::to_string(n);
       if (t == WireType::String || t == WireType::Bytes || t == WireType::Records)
         base = (d.compact() ? "compact " : "") + base;
       if (d.type == WireType::Array) { type = (d.compact() ? "compact []" : "[]") + base; size = "var"; }
@@ -311,7 +304,7 @@ void write_layout(std::ostream& out, const ProgramSet& ps, const MessageProgram&
       std::string vers(d.versions);
       if (d.tagged()) vers += " tag " + std::to_string(d.tag);
       char line[512];
-      snprintf(line, sizeof line, "  %-52s %-22s %-10s %s\n", path.c_str(), type.c_str(), size, vers.c_str());
+      snprintf(line, sizeof line, "  %-52s %-22s %-10s %s\n", path.c_str(), type.c_str(), size.c_str(), vers.c_str());
       out << line;
       if (t == WireType::Struct) structure(static_cast<uint32_t>(d.sub), path + ".");
     }

@@ -211,12 +211,8 @@ class Run {
   }
 
   uint64_t element_min_size(const FieldDesc& d) const {
+    if (uint32_t n = fixed_size(d.elem)) return n;
     switch (d.elem) {
-      case WireType::Int8: case WireType::Bool: return 1;
-      case WireType::Int16: case WireType::Uint16: return 2;
-      case WireType::Int32: case WireType::Uint32: return 4;
-      case WireType::Int64: case WireType::Float64: return 8;
-      case WireType::Uuid: return 16;
       case WireType::String: return d.compact() ? 1 : 2;
       case WireType::Bytes: return d.compact() ? 1 : 4;
       case WireType::Struct: return ps_.structure(static_cast<uint32_t>(d.sub)).min_size;

@@ -26,6 +26,18 @@ enum class WireType : uint8_t {
 std::string_view wire_type_name(WireType t);
 bool is_integer(WireType t);
 
+// Bytes on the wire of a fixed-size type; 0 for the variable-size ones.
+constexpr uint32_t fixed_size(WireType t) {
+  switch (t) {
+    case WireType::Int8: case WireType::Bool: return 1;
+    case WireType::Int16: case WireType::Uint16: return 2;
+    case WireType::Int32: case WireType::Uint32: return 4;
+    case WireType::Int64: case WireType::Float64: return 8;
+    case WireType::Uuid: return 16;
+    default: return 0;
+  }
+}
+
 // FieldDesc::flags
 enum FieldFlag : uint16_t {
   kNullable = 1 << 0,   // may be null in this version
