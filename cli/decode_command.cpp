@@ -126,7 +126,7 @@ class Printer : public FrameHandler {
  private:
   const ProgramSet& ps_;
   const Options& o_;
-  std::string out_;
+  TextBuffer out_;
   uint64_t frames_ = 0, requests_ = 0, responses_ = 0, unmatched_ = 0, malformed_ = 0, not_kafka_ = 0;
   uint64_t capture_errors_ = 0;
   std::map<std::tuple<int, int, int>, uint64_t> per_api_;

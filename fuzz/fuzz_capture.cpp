@@ -27,12 +27,14 @@ class Render : public FrameHandler {
     write_json(out_, ps_, f, ctx);
   }
   void on_capture_error(const PacketMeta&, const std::string& where, const std::string& reason) override {
-    out_ = where + reason;
+    out_.clear();
+    out_ += where;
+    out_ += reason;
   }
 
  private:
   const ProgramSet& ps_;
-  std::string out_;
+  TextBuffer out_;
 };
 
 }  // namespace

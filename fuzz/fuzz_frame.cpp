@@ -28,7 +28,7 @@ std::vector<uint8_t> with_size(const uint8_t* data, size_t size) {
 }
 
 void render(const ProgramSet& ps, const Frame& f) {
-  static std::string out;
+  static TextBuffer out;
   out.clear();
   FrameContext ctx;
   append_summary(out, ps, f, &ctx);

@@ -36,7 +36,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FrameEncoder encoder(ps);
   Frame generated, decoded;
   std::vector<uint8_t> bytes;
-  std::string error, out;
+  std::string error;
+  TextBuffer out;
   GeneratorOptions small;
   small.max_array = 2;
   small.max_string = 4;

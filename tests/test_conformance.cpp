@@ -112,10 +112,10 @@ std::vector<uint8_t> with_header(const MessageProgram& m, int32_t corr, const st
 
 // kwire's JSON of a decoded frame: {"header": {...}, "body": {...}, ...}.
 json kwire_json(const ProgramSet& ps, const Frame& f) {
-  std::string s;
+  TextBuffer s;
   FrameContext ctx;
   write_json(s, ps, f, ctx);
-  return json::parse(s);
+  return json::parse(s.view());
 }
 
 std::string first_difference(const std::vector<uint8_t>& kafka, const std::vector<uint8_t>& kwire) {
@@ -412,8 +412,9 @@ TEST(conformance, KwireAgreesWithKafkaOnEveryApiVersion) {
       try {
         kw = kwire_json(ps, frame);
       } catch (const json::exception& e) {
-        std::string text;
-        write_json(text, ps, frame, FrameContext{});
+        TextBuffer out;
+        write_json(out, ps, frame, FrameContext{});
+        std::string text = out.str();
         size_t at = 0;
         if (const char* c = std::strstr(e.what(), "column ")) at = std::strtoul(c + 7, nullptr, 10);
         report(where, {std::string("kwire's JSON does not parse: ") + e.what() + ": ..." +

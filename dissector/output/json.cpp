@@ -7,7 +7,7 @@
 
 namespace kwire {
 
-void json_string(std::string& out, std::string_view s) {
+void json_string(TextBuffer& out, std::string_view s) {
   out += '"';
   const auto* p = reinterpret_cast<const uint8_t*>(s.data());
   const auto* end = p + s.size();
@@ -21,7 +21,7 @@ void json_string(std::string& out, std::string_view s) {
     if (c == '"' || c == '\\') { out += '\\'; out += static_cast<char>(c); ++p; continue; }
     if (c < 0x20) {
       static const char kHex[] = "0123456789abcdef";
-      out.append("\\u00");
+      out += "\\u00";
       out += kHex[c >> 4];
       out += kHex[c & 15];
       ++p;
@@ -31,16 +31,16 @@ void json_string(std::string& out, std::string_view s) {
     bool ok = len > 0 && end - p >= len;
     for (int k = 1; ok && k < len; ++k) ok = (p[k] & 0xc0) == 0x80;
     if (ok) { out.append(reinterpret_cast<const char*>(p), static_cast<size_t>(len)); p += len; }
-    else { out.append("\xef\xbf\xbd"); ++p; }
+    else { out += "\xef\xbf\xbd"; ++p; }
   }
   out += '"';
 }
 
 namespace {
 
-void value(std::string& out, const ProgramSet& ps, const Frame& f, uint32_t i);
+void value(TextBuffer& out, const ProgramSet& ps, const Frame& f, uint32_t i);
 
-void object(std::string& out, const ProgramSet& ps, const Frame& f, uint32_t i) {
+void object(TextBuffer& out, const ProgramSet& ps, const Frame& f, uint32_t i) {
   out += '{';
   bool first = true;
   bool unknown_open = false;
@@ -53,7 +53,7 @@ void object(std::string& out, const ProgramSet& ps, const Frame& f, uint32_t i) 
       out += "{\"tag\":";
       append_int(out, n.tag);
       out += ",\"data\":\"";
-      wire::append_base64(out, n.bytes());
+      out.commit(wire::base64_to(out.room(wire::base64_size(n.bytes().size())), n.bytes()));
       out += "\"}";
       unknown_open = true;
       first = false;
@@ -71,7 +71,7 @@ void object(std::string& out, const ProgramSet& ps, const Frame& f, uint32_t i) 
   out += '}';
 }
 
-void value(std::string& out, const ProgramSet& ps, const Frame& f, uint32_t i) {
+void value(TextBuffer& out, const ProgramSet& ps, const Frame& f, uint32_t i) {
   const Node& n = f.nodes[i];
   const FieldDesc& d = ps.field(n.desc);
   if (n.is_null()) { out += "null"; return; }
@@ -92,11 +92,15 @@ void value(std::string& out, const ProgramSet& ps, const Frame& f, uint32_t i) {
       if (digits.find_first_of(".e") == std::string_view::npos) out += ".0";
       return;
     }
-    case WireType::Uuid: out += '"'; out += wire::uuid_to_string(n.v.p); out += '"'; return;
+    case WireType::Uuid:
+      out += '"';
+      out.commit(wire::uuid_to(out.room(wire::kUuidTextSize), n.v.p));
+      out += '"';
+      return;
     case WireType::String: case WireType::VarString: json_string(out, n.str()); return;
     case WireType::Bytes: case WireType::VarBytes:
       out += '"';
-      wire::append_base64(out, n.bytes());
+      out.commit(wire::base64_to(out.room(wire::base64_size(n.bytes().size())), n.bytes()));
       out += '"';
       return;
     case WireType::Records: case WireType::Array: {
@@ -118,7 +122,7 @@ void value(std::string& out, const ProgramSet& ps, const Frame& f, uint32_t i) {
 
 }  // namespace
 
-void write_json(std::string& out, const ProgramSet& ps, const Frame& f, const FrameContext& ctx) {
+void write_json(TextBuffer& out, const ProgramSet& ps, const Frame& f, const FrameContext& ctx) {
   char t[48];
   snprintf(t, sizeof t, "%lld.%06d", static_cast<long long>(ctx.packet.ts_sec), ctx.packet.ts_usec);
   out += "{\"frame\":";

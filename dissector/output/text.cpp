@@ -12,7 +12,7 @@ namespace kwire {
 namespace {
 
 // Appends the value of a leaf node ("3", "\"app\"", "NONE(0)").
-void value_text(std::string& out, const ProgramSet& ps, const Node& n, std::string_view api) {
+void value_text(TextBuffer& out, const ProgramSet& ps, const Node& n, std::string_view api) {
   const FieldDesc& d = ps.field(n.desc);
   if (n.is_null()) { out += "null"; return; }
   if (d.flags & kSensitive) {
@@ -24,7 +24,7 @@ void value_text(std::string& out, const ProgramSet& ps, const Node& n, std::stri
   switch (n.type) {
     case WireType::Bool: out += n.v.i ? "true" : "false"; return;
     case WireType::Float64: { char b[32]; snprintf(b, sizeof b, "%g", n.v.f); out += b; return; }
-    case WireType::Uuid: out += wire::uuid_to_string(n.v.p); return;
+    case WireType::Uuid: out.commit(wire::uuid_to(out.room(wire::kUuidTextSize), n.v.p)); return;
     case WireType::String: case WireType::VarString: json_string(out, n.str()); return;
     case WireType::Bytes: case WireType::VarBytes: case WireType::Records: {
       append_int(out, n.aux);
@@ -59,7 +59,7 @@ bool primitive_array(const Node& n, const FieldDesc& d) {
 
 // A record on one line: records are payload, often thousands per message,
 // and their fields read best side by side.
-void record_line(std::string& out, const ProgramSet& ps, const Frame& f, uint32_t rec) {
+void record_line(TextBuffer& out, const ProgramSet& ps, const Frame& f, uint32_t rec) {
   for (uint32_t c : Children(f, rec)) {
     const Node& n = f.nodes[c];
     switch (n.desc) {
@@ -90,7 +90,7 @@ void record_line(std::string& out, const ProgramSet& ps, const Frame& f, uint32_
   }
 }
 
-void tree(std::string& out, const ProgramSet& ps, const Frame& f, uint32_t i, int indent, std::string_view api) {
+void tree(TextBuffer& out, const ProgramSet& ps, const Frame& f, uint32_t i, int indent, std::string_view api) {
   const Node& n = f.nodes[i];
   const FieldDesc& d = ps.field(n.desc);
   out.append(static_cast<size_t>(indent), ' ');
@@ -186,12 +186,12 @@ bool has_error_code(const ProgramSet& ps, const Frame& f) {
 }
 
 std::string summarize(const ProgramSet& ps, const Frame& f, const FrameContext* ctx) {
-  std::string s;
+  TextBuffer s;
   append_summary(s, ps, f, ctx);
-  return s;
+  return s.str();
 }
 
-void append_summary(std::string& o, const ProgramSet& ps, const Frame& f, const FrameContext* ctx) {
+void append_summary(TextBuffer& o, const ProgramSet& ps, const Frame& f, const FrameContext* ctx) {
   bool request = f.direction == Direction::Request;
   if (ctx && ctx->not_kafka) {
     o += "Not Kafka: ";
@@ -260,7 +260,7 @@ void append_summary(std::string& o, const ProgramSet& ps, const Frame& f, const 
   }
 }
 
-void write_tree(std::string& out, const ProgramSet& ps, const Frame& f, int indent) {
+void write_tree(TextBuffer& out, const ProgramSet& ps, const Frame& f, int indent) {
   if (f.nodes.empty()) return;
   std::string_view api = f.program ? f.program->api_name : std::string_view{};
   out.append(static_cast<size_t>(indent), ' ');

@@ -4,10 +4,7 @@
 
 namespace kwire::wire {
 
-static void encode64(std::string& out, std::span<const uint8_t> d, const char* alphabet, bool pad) {
-  size_t start = out.size();
-  out.resize(start + (d.size() + 2) / 3 * 4);
-  char* o = out.data() + start;
+static char* encode64(char* o, std::span<const uint8_t> d, const char* alphabet, bool pad) {
   size_t i = 0;
   for (; i + 3 <= d.size(); i += 3) {
     uint32_t v = (uint32_t(d[i]) << 16) | (uint32_t(d[i + 1]) << 8) | d[i + 2];
@@ -23,27 +20,27 @@ static void encode64(std::string& out, std::span<const uint8_t> d, const char* a
     if (rest == 2) v |= uint32_t(d[i + 1]) << 8;
     *o++ = alphabet[(v >> 18) & 63];
     *o++ = alphabet[(v >> 12) & 63];
-    *o++ = rest == 2 ? alphabet[(v >> 6) & 63] : '=';
-    *o++ = '=';
+    if (rest == 2) *o++ = alphabet[(v >> 6) & 63];
+    else if (pad) *o++ = '=';
+    if (pad) *o++ = '=';
   }
-  if (!pad) out.resize(static_cast<size_t>(o - out.data()) - (rest ? 3 - rest : 0));
+  return o;
 }
 
 static const char* const kStd = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 static const char* const kUrl = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
+char* base64_to(char* out, std::span<const uint8_t> data) { return encode64(out, data, kStd, true); }
+char* uuid_to(char* out, const uint8_t* p16) { return encode64(out, {p16, 16}, kUrl, false); }
+
 std::string uuid_to_string(const uint8_t* p16) {
-  std::string out;
-  encode64(out, {p16, 16}, kUrl, false);
-  return out;
+  char b[kUuidTextSize];
+  return std::string(b, uuid_to(b, p16));
 }
 
 std::string base64(std::span<const uint8_t> data) {
-  std::string out;
-  encode64(out, data, kStd, true);
+  std::string out(base64_size(data.size()), '\0');
+  base64_to(out.data(), data);
   return out;
 }
-
-void append_base64(std::string& out, std::span<const uint8_t> data) { encode64(out, data, kStd, true); }
-
 }  // namespace kwire::wire

@@ -93,7 +93,11 @@ inline size_t uvarint_size(uint64_t v) {
 // Kafka's textual form of a Uuid: URL-safe base64 without padding (22 chars).
 std::string uuid_to_string(const uint8_t* p16);
 std::string base64(std::span<const uint8_t> data);
-// Appends standard base64 (with padding) of `data` to `out`.
-void append_base64(std::string& out, std::span<const uint8_t> data);
+// The same into a caller's buffer: standard base64 with padding needs
+// base64_size(n) bytes, a uuid kUuidTextSize. Both return the end written.
+constexpr size_t base64_size(size_t n) { return (n + 2) / 3 * 4; }
+constexpr size_t kUuidTextSize = 22;
+char* base64_to(char* out, std::span<const uint8_t> data);
+char* uuid_to(char* out, const uint8_t* p16);
 
 }  // namespace kwire::wire
