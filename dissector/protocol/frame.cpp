@@ -21,8 +21,8 @@ void Frame::clear() {
   owned_.clear();
 }
 
-std::vector<uint8_t>& Frame::scratch() {
-  if (scratch_used_ == scratch_.size()) scratch_.push_back(std::make_unique<std::vector<uint8_t>>());
+ScratchBuffer& Frame::scratch() {
+  if (scratch_used_ == scratch_.size()) scratch_.push_back(std::make_unique<ScratchBuffer>());
   auto& buf = *scratch_[scratch_used_++];
   buf.clear();
   return buf;

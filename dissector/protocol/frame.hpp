@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <span>
 #include <string>
 #include <string_view>
@@ -50,6 +51,20 @@ struct Node {
   std::string_view str() const { return {reinterpret_cast<const char*>(v.p), aux}; }
   std::span<const uint8_t> bytes() const { return {v.p, aux}; }
 };
+
+// A byte buffer that a decompressor fills before anything reads it: growing
+// it leaves the new bytes uninitialized instead of zeroing them first.
+template <class T>
+struct UninitializedAllocator : std::allocator<T> {
+  UninitializedAllocator() = default;
+  template <class U>
+  UninitializedAllocator(const UninitializedAllocator<U>&) noexcept {}
+  template <class U>
+  void construct(U* p) noexcept { ::new (static_cast<void*>(p)) U; }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) { ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...); }
+};
+using ScratchBuffer = std::vector<uint8_t, UninitializedAllocator<uint8_t>>;
 
 struct DecodeError {
   uint32_t offset = 0;   // from the start of the message
@@ -102,13 +117,13 @@ class Frame {
 
   // Buffers that outlive the message bytes for this frame: decompressed
   // records and strings made by generators. Reused across clear().
-  std::vector<uint8_t>& scratch();
+  ScratchBuffer& scratch();
   std::string_view own(std::string s);
 
   void fail(uint32_t offset, std::string reason) { errors.push_back({offset, std::move(reason)}); }
 
  private:
-  std::vector<std::unique_ptr<std::vector<uint8_t>>> scratch_;
+  std::vector<std::unique_ptr<ScratchBuffer>> scratch_;
   size_t scratch_used_ = 0;
   std::vector<std::unique_ptr<std::string>> owned_;
 };

@@ -62,9 +62,51 @@ uint32_t crc32c_sw(const uint8_t* p, size_t n, uint32_t crc) {
 }
 
 #ifdef KWIRE_CRC32C_SSE42
+// The crc32 instruction takes three cycles but starts one per cycle, so long
+// inputs run as three interleaved streams over consecutive blocks. The
+// streams are joined by moving a CRC register past kCrcBlock zero bytes,
+// which is linear in the register: kCrcShift[k][b] is the register byte k =
+// b moved so, and a register moves as the xor of its four bytes' entries.
+constexpr size_t kCrcBlock = 256;
+
+constexpr std::array<std::array<uint32_t, 256>, 4> make_crc_shift() {
+  uint32_t bit[32]{};  // each register bit moved past kCrcBlock zero bytes
+  for (int i = 0; i < 32; ++i) {
+    uint32_t c = uint32_t{1} << i;
+    for (size_t z = 0; z < kCrcBlock; ++z) c = kCrcTables[0][c & 0xff] ^ (c >> 8);
+    bit[i] = c;
+  }
+  std::array<std::array<uint32_t, 256>, 4> t{};
+  for (int k = 0; k < 4; ++k)
+    for (uint32_t v = 0; v < 256; ++v)
+      for (int i = 0; i < 8; ++i)
+        if (v >> i & 1) t[k][v] ^= bit[8 * k + i];
+  return t;
+}
+constexpr auto kCrcShift = make_crc_shift();
+
+inline uint32_t crc_shift(uint32_t c) {
+  return kCrcShift[0][c & 0xff] ^ kCrcShift[1][(c >> 8) & 0xff] ^ kCrcShift[2][(c >> 16) & 0xff] ^ kCrcShift[3][c >> 24];
+}
+
 __attribute__((target("sse4.2"))) uint32_t crc32c_hw(const uint8_t* p, size_t n, uint32_t crc) {
   uint64_t c = ~crc;
 #if defined(__x86_64__)
+  while (n >= 3 * kCrcBlock) {
+    uint64_t c1 = 0, c2 = 0;
+    for (size_t i = 0; i < kCrcBlock; i += 8) {
+      uint64_t w0, w1, w2;
+      std::memcpy(&w0, p + i, 8);
+      std::memcpy(&w1, p + kCrcBlock + i, 8);
+      std::memcpy(&w2, p + 2 * kCrcBlock + i, 8);
+      c = _mm_crc32_u64(c, w0);
+      c1 = _mm_crc32_u64(c1, w1);
+      c2 = _mm_crc32_u64(c2, w2);
+    }
+    c = crc_shift(crc_shift(static_cast<uint32_t>(c)) ^ static_cast<uint32_t>(c1)) ^ static_cast<uint32_t>(c2);
+    p += 3 * kCrcBlock;
+    n -= 3 * kCrcBlock;
+  }
   while (n >= 8) {
     uint64_t w;
     std::memcpy(&w, p, 8);
@@ -173,7 +215,7 @@ inline int64_t unzigzag(uint64_t v) { return static_cast<int64_t>((v >> 1) ^ (0u
 }
 
 // Inline for the common one- and two-byte forms (values -8192..8191).
-inline VarStatus read_varint(const uint8_t*& p, const uint8_t* end, int32_t& out) {
+[[gnu::always_inline]] inline VarStatus read_varint(const uint8_t*& p, const uint8_t* end, int32_t& out) {
   if (p < end) [[likely]] {
     uint32_t b0 = p[0];
     if (!(b0 & 0x80)) [[likely]] {
@@ -206,7 +248,7 @@ inline VarStatus read_varint(const uint8_t*& p, const uint8_t* end, int32_t& out
   return VarStatus::Overlong;
 }
 
-inline VarStatus read_varlong(const uint8_t*& p, const uint8_t* end, int64_t& out) {
+[[gnu::always_inline]] inline VarStatus read_varlong(const uint8_t*& p, const uint8_t* end, int64_t& out) {
   if (p < end) [[likely]] {
     uint64_t b0 = p[0];
     if (!(b0 & 0x80)) [[likely]] {
@@ -255,12 +297,12 @@ std::string too_big(size_t limit, const char* what, uint64_t declared) {
 // Sizes `out` for the first decompression step. `hint` comes off the wire
 // (a size in the compressed data's header): trusted only as far as deflate's
 // best ratio (about 1032:1) allows.
-void start_output(std::vector<uint8_t>& out, size_t hint, size_t in_size, size_t hard) {
+void start_output(ScratchBuffer& out, size_t hint, size_t in_size, size_t hard) {
   size_t n = hint ? std::min(hint, in_size * 1032 + (64 << 10)) : std::max<size_t>(in_size * 4, 16 << 10);
   out.resize(std::min(n, hard));
 }
 
-bool grow_output(std::vector<uint8_t>& out, size_t hard) {
+bool grow_output(ScratchBuffer& out, size_t hard) {
   if (out.size() >= hard) return false;
   out.resize(std::min(hard, std::max<size_t>(out.size() * 2, 16 << 10)));
   return true;
@@ -275,7 +317,7 @@ struct Inflater {
   }
 };
 
-std::string gunzip(std::span<const uint8_t> in, std::vector<uint8_t>& out, size_t limit) {
+std::string gunzip(std::span<const uint8_t> in, ScratchBuffer& out, size_t limit) {
   thread_local Inflater z;
   if (!z.ready || inflateReset(&z.zs) != Z_OK) return "gzip: cannot initialise zlib";
   const size_t hard = limit + 1;
@@ -309,7 +351,7 @@ std::string gunzip(std::span<const uint8_t> in, std::vector<uint8_t>& out, size_
   return {};
 }
 
-std::string unsnappy_block(const uint8_t* in, size_t n, std::vector<uint8_t>& out, size_t limit) {
+std::string unsnappy_block(const uint8_t* in, size_t n, ScratchBuffer& out, size_t limit) {
   size_t ulen = 0;
   if (snappy_uncompressed_length(reinterpret_cast<const char*>(in), n, &ulen) != SNAPPY_OK)
     return "bad block header";
@@ -327,7 +369,7 @@ std::string unsnappy_block(const uint8_t* in, size_t n, std::vector<uint8_t>& ou
 // Snappy as Kafka carries it: xerial framing from the Java client (magic,
 // int32 version, int32 compatible version, then blocks each with a big-endian
 // int32 length), or one raw snappy block.
-std::string unsnappy(std::span<const uint8_t> in, std::vector<uint8_t>& out, size_t limit) {
+std::string unsnappy(std::span<const uint8_t> in, ScratchBuffer& out, size_t limit) {
   out.clear();
   if (in.size() >= 8 && std::memcmp(in.data(), kXerialMagic, 8) == 0) {
     if (in.size() < 16) return "corrupt snappy data: truncated xerial header";
@@ -370,7 +412,7 @@ size_t lz4_header_length(std::span<const uint8_t> in) {
 // LZ4 frame format. `fix_header_checksum`: magic 0 message sets carry a header
 // checksum computed over the magic number too (KAFKA-3160); Kafka ignores it
 // for them, so we replace it with the right one before LZ4F sees it.
-std::string unlz4(std::span<const uint8_t> in, std::vector<uint8_t>& out, size_t limit, bool fix_header_checksum) {
+std::string unlz4(std::span<const uint8_t> in, ScratchBuffer& out, size_t limit, bool fix_header_checksum) {
   thread_local Lz4Decoder lz;
   if (!lz.d) return "lz4: cannot create a decompression context";
   LZ4F_resetDecompressionContext(lz.d);
@@ -421,7 +463,7 @@ struct ZstdDecoder {
 };
 
 // Zstandard; the frame content size is usually absent (the Java client streams).
-std::string unzstd(std::span<const uint8_t> in, std::vector<uint8_t>& out, size_t limit) {
+std::string unzstd(std::span<const uint8_t> in, ScratchBuffer& out, size_t limit) {
   thread_local ZstdDecoder zs;
   if (!zs.d) return "zstd: cannot create a decompression context";
   ZSTD_DCtx_reset(zs.d, ZSTD_reset_session_only);
@@ -473,7 +515,7 @@ const char* codec_name(int codec) {
   return codec >= 0 && codec <= 4 ? names[codec] : "unknown";
 }
 
-std::string decompress(int codec, std::span<const uint8_t> in, std::vector<uint8_t>& out, size_t limit,
+std::string decompress(int codec, std::span<const uint8_t> in, ScratchBuffer& out, size_t limit,
                        bool lz4_fix_header_checksum) {
   switch (codec) {
     case 1: return gunzip(in, out, limit);
@@ -525,6 +567,7 @@ class RecordsDecoder {
   bool records(const Place& rp, uint32_t array, int32_t count, const Place& batch_pl, size_t batch_pos,
                uint32_t* decoded);
   bool record(const Place& rp, const uint8_t*& p, uint32_t array, std::string& why, const uint8_t*& err_at);
+  bool record_fast(const Place& rp, const uint8_t*& p, uint32_t array);
   // Decompresses into a fresh scratch buffer; returns its bytes or fails.
   bool inflate(int codec, std::span<const uint8_t> in, bool lz4_fix, size_t min_size, const Place& pl, size_t pos,
                const char* what, std::span<const uint8_t>* out);
@@ -616,7 +659,7 @@ bool RecordsDecoder::inflate(int codec, std::span<const uint8_t> in, bool lz4_fi
                                       min_size, limit));
     return false;
   }
-  std::vector<uint8_t>& buf = f_.scratch();
+  ScratchBuffer& buf = f_.scratch();
   std::string why = decompress(codec, in, buf, limit, lz4_fix);
   if (!why.empty()) {
     if (why.starts_with("decompressed") && limit < limits_.max_batch_decompressed)
@@ -703,6 +746,7 @@ bool RecordsDecoder::records(const Place& rp, uint32_t array, int32_t count, con
     const uint8_t* start = p;
     const uint8_t* err_at = p;
     ++*decoded;  // counts the record's node, complete or not
+    if (limits_.one_pass_records && record_fast(rp, p, array)) continue;
     if (!record(rp, p, array, why, err_at)) {
       f_.fail(rp.nested ? rp.anchor : rp.at(err_at),
               pl.where("record batch", batch_pos) + ": " +
@@ -717,6 +761,102 @@ bool RecordsDecoder::records(const Place& rp, uint32_t array, int32_t count, con
             pl.where("record batch", batch_pos) + fmt(": %td bytes after the last of %d records", end - p, count));
     return false;
   }
+  return true;
+}
+
+// A well-formed record in one pass: fields are read first, then its nodes
+// are written into the tape in one block, the same nodes record() builds.
+// Returns false with the tape and `pp` untouched at the first thing out of
+// the ordinary; record() then goes field by field and says what is wrong.
+// Records are most of the nodes of a Produce or Fetch, so this is the hot
+// loop there.
+bool RecordsDecoder::record_fast(const Place& rp, const uint8_t*& pp, uint32_t array) {
+  const uint8_t* const start = pp;
+  const uint8_t* p = start;
+  int32_t len;
+  if (read_varint(p, rp.data + rp.size, len) != VarStatus::Ok || len < 6 || len > rp.data + rp.size - p) return false;
+  const uint8_t* const attributes = p;
+  const uint8_t* const end = p + len;
+  ++p;
+  const uint8_t* const ts_at = p;
+  int64_t ts_delta;
+  if (read_varlong(p, end, ts_delta) != VarStatus::Ok) return false;
+  const uint8_t* const od_at = p;
+  int32_t offset_delta;
+  if (read_varint(p, end, offset_delta) != VarStatus::Ok) return false;
+  const uint8_t* kv_at[2];
+  const uint8_t* kv_data[2];
+  int32_t kv_len[2];
+  for (int k = 0; k < 2; ++k) {
+    kv_at[k] = p;
+    if (read_varint(p, end, kv_len[k]) != VarStatus::Ok || kv_len[k] < -1 || kv_len[k] > end - p) return false;
+    kv_data[k] = p;
+    if (kv_len[k] > 0) p += kv_len[k];
+  }
+  const uint8_t* const hc_at = p;
+  int32_t header_count;
+  if (read_varint(p, end, header_count) != VarStatus::Ok || header_count < 0 || header_count > (end - p) / 2)
+    return false;
+
+  const uint8_t fl = rp.inner;
+  const size_t base = f_.nodes.size();
+  const uint32_t rec = static_cast<uint32_t>(base);
+  const uint32_t total = 8 + 3 * static_cast<uint32_t>(header_count);
+  f_.nodes.resize(base + total);
+  Node* n = f_.nodes.data() + base;
+  auto set = [&](Node& x, uint32_t desc, WireType t, uint32_t parent, const uint8_t* at, uint32_t length, uint8_t flags) {
+    x.desc = desc;
+    x.type = t;
+    x.parent = parent;
+    x.offset = rp.at(at);
+    x.length = length;
+    x.flags = flags;
+    x.end = static_cast<uint32_t>(&x - f_.nodes.data()) + 1;
+  };
+  auto bytes = [&](Node& x, uint32_t desc, WireType t, uint32_t parent, const uint8_t* at, const uint8_t* data, int32_t m) {
+    set(x, desc, t, parent, at, static_cast<uint32_t>(data - at) + static_cast<uint32_t>(m < 0 ? 0 : m), fl);
+    if (m < 0) {
+      x.flags |= kNull;
+    } else {
+      x.v.p = data;
+      x.aux = static_cast<uint32_t>(m);
+    }
+  };
+  set(n[1], kDescRecordLength, WireType::Varint, rec, start, static_cast<uint32_t>(attributes - start), fl);
+  n[1].v.i = len;
+  set(n[2], kDescRecordAttributes, WireType::Int8, rec, attributes, 1, fl);
+  n[2].v.i = static_cast<int8_t>(*attributes);
+  set(n[3], kDescTimestampDelta, WireType::Varlong, rec, ts_at, static_cast<uint32_t>(od_at - ts_at), fl);
+  n[3].v.i = ts_delta;
+  set(n[4], kDescOffsetDelta, WireType::Varint, rec, od_at, static_cast<uint32_t>(kv_at[0] - od_at), fl);
+  n[4].v.i = offset_delta;
+  bytes(n[5], kDescKey, WireType::VarBytes, rec, kv_at[0], kv_data[0], kv_len[0]);
+  bytes(n[6], kDescValue, WireType::VarBytes, rec, kv_at[1], kv_data[1], kv_len[1]);
+  set(n[7], kDescHeadersArray, WireType::Array, rec, hc_at, static_cast<uint32_t>(end - hc_at), fl);
+  n[7].aux = static_cast<uint32_t>(header_count);
+  n[7].end = rec + total;
+  int32_t h = 0;
+  for (; h < header_count; ++h) {
+    Node* x = n + 8 + 3 * h;
+    const uint8_t* const header = p;
+    int32_t m;
+    if (read_varint(p, end, m) != VarStatus::Ok || m < 0 || m > end - p) break;
+    bytes(x[1], kDescHeaderKey, WireType::VarString, rec + 8 + 3 * h, header, p, m);
+    p += m;
+    const uint8_t* const value = p;
+    if (read_varint(p, end, m) != VarStatus::Ok || m < -1 || m > end - p) break;
+    bytes(x[2], kDescHeaderValue, WireType::VarBytes, rec + 8 + 3 * h, value, p, m);
+    if (m > 0) p += m;
+    set(x[0], kDescHeader, WireType::Struct, rec + 7, header, static_cast<uint32_t>(p - header), fl | kElement);
+    x[0].end = rec + 8 + 3 * h + 3;
+  }
+  if (h != header_count || p != end) {  // a header failed, or the fields do not fill the record
+    f_.nodes.resize(base);
+    return false;
+  }
+  set(n[0], kDescRecord, WireType::Struct, array, start, static_cast<uint32_t>(end - start), fl | kElement);
+  n[0].end = rec + total;
+  pp = end;
   return true;
 }
 

@@ -39,6 +39,11 @@ struct RecordsLimits {
   size_t max_batch_decompressed = size_t{64} << 20;   // per batch / wrapper message
   size_t max_total_decompressed = size_t{256} << 20;  // per decode_records call
   int max_legacy_nesting = 2;  // compressed wrappers inside wrappers (Kafka writes 1)
+  // Well-formed records are read in one pass and their nodes written as a
+  // block; false sends every record through the field-by-field decoder
+  // (which reports what is wrong when the one pass gives up). Both build the
+  // same tape: tests decode with each and compare.
+  bool one_pass_records = true;
 };
 
 // Decodes the bytes of a `records` field (one or more RecordBatch v2 or legacy
