@@ -161,28 +161,33 @@ constexpr SummaryField kSummaryFields[] = {
   {"TopologyEpoch", "topologyEpoch"}, {"TransactionalId", "txn"}, {"ErrorCode", "error"},
 };
 
-// First non-zero error code anywhere below the top level (records hold none).
-const Node* nested_error(const ProgramSet& ps, const Frame& f) {
-  for (uint32_t i = f.body + 1; i < f.nodes.size();) {
+// The first node from `first` on for which `match` is true, not looking
+// inside records fields (record data holds no message fields); null if none.
+template <class Match>
+const Node* find_message_node(const Frame& f, uint32_t first, Match&& match) {
+  for (uint32_t i = first; i < f.nodes.size();) {
     const Node& n = f.nodes[i];
     if (n.type == WireType::Records) { i = n.end; continue; }
-    if (n.parent != f.body && n.v.i != 0 && !(n.flags & kElement) && is_error_code_field(ps.field(n.desc))) return &n;
+    if (match(n)) return &n;
     ++i;
   }
   return nullptr;
+}
+
+// First non-zero error code anywhere below the top level.
+const Node* nested_error(const ProgramSet& ps, const Frame& f) {
+  return find_message_node(f, f.body + 1, [&](const Node& n) {
+    return n.parent != f.body && n.v.i != 0 && !(n.flags & kElement) && is_error_code_field(ps.field(n.desc));
+  });
 }
 
 }  // namespace
 
 bool has_error_code(const ProgramSet& ps, const Frame& f) {
   if (!f.program) return false;
-  for (uint32_t i = f.body; i < f.nodes.size();) {
-    const Node& n = f.nodes[i];
-    if (n.type == WireType::Records) { i = n.end; continue; }
-    if (n.type == WireType::Int16 && n.v.i != 0 && is_error_code_field(ps.field(n.desc))) return true;
-    ++i;
-  }
-  return false;
+  return find_message_node(f, f.body, [&](const Node& n) {
+    return n.type == WireType::Int16 && n.v.i != 0 && is_error_code_field(ps.field(n.desc));
+  }) != nullptr;
 }
 
 std::string summarize(const ProgramSet& ps, const Frame& f, const FrameContext* ctx) {
@@ -218,14 +223,11 @@ void append_summary(TextBuffer& o, const ProgramSet& ps, const Frame& f, const F
       // Batched group APIs (describe, delete): the group ids anywhere in the body.
       std::string_view first;
       size_t groups = 0;
-      for (uint32_t i = f.body + 1; i < f.nodes.size();) {
-        const Node& n = f.nodes[i];
-        if (n.type == WireType::Records) { i = n.end; continue; }
-        if (n.type == WireType::String && !n.is_null() && ps.field(n.desc).entity == "groupId") {
-          if (groups++ == 0) first = n.str();
-        }
-        ++i;
-      }
+      find_message_node(f, f.body + 1, [&](const Node& n) {
+        if (n.type == WireType::String && !n.is_null() && ps.field(n.desc).entity == "groupId" && groups++ == 0)
+          first = n.str();
+        return false;  // all of them
+      });
       if (groups) {
         o += " group=";
         o += first;
