@@ -87,6 +87,25 @@ TEST(SpecModel, EveryReleaseSpecLoads) {
   EXPECT_EQ(r.messages.size(), 203u);
 }
 
+TEST(SpecModel, IntegersWrittenAsStringsAreReadAsKafkaReadsThem) {
+  // Kafka 3.9.1's BrokerHeartbeatRequest has "tag": "0"; Kafka's spec reader
+  // (Jackson) takes a string of digits for an integer, and so does kwire.
+  std::vector<spec::SpecError> errors;
+  auto m = spec::parse_spec(R"({"apiKey": "63", "type": "request", "name": "X", "validVersions": "0-1",
+      "flexibleVersions": "0+", "fields": [
+        {"name": "A", "type": "[]uuid", "versions": "1+", "taggedVersions": "1+", "tag": "0"}]})",
+                            "Test.json", errors);
+  ASSERT_TRUE(m.has_value()) << errors.at(0).str();
+  EXPECT_EQ(m->api_key, 63);
+  EXPECT_EQ(m->fields.at(0).tag, 0);
+
+  auto e = errors_of(R"({"apiKey": 1, "type": "request", "name": "X", "validVersions": "0", "flexibleVersions": "0+",
+      "fields": [{"name": "A", "type": "int32", "versions": "0+", "taggedVersions": "0+", "tag": "zero"}]})");
+  EXPECT_EQ(e.at(0).str(), "Test.json: field A: \"tag\" is not a non-negative integer");
+  e = errors_of(R"({"apiKey": "1x", "type": "request", "name": "X", "validVersions": "0", "fields": []})");
+  EXPECT_EQ(e.at(0).str(), "Test.json: apiKey is not an integer");
+}
+
 TEST(SpecModel, FieldLevelFlexibleVersionsOverrideTheMessage) {
   // The request header's ClientId stays a classic string in flexible v2.
   const auto& ps = ProgramSet::release();

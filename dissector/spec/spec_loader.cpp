@@ -84,6 +84,19 @@ const std::vector<FieldSpec>* MessageSpec::struct_fields(std::string_view name) 
 
 namespace {
 
+// An integer as Kafka's spec reader (Jackson) takes it: a JSON integer, or a
+// string of decimal digits ("tag": "0" appears in released specs).
+std::optional<long long> integer(const json& j) {
+  if (j.is_number_integer()) return j.get<long long>();
+  if (!j.is_string()) return std::nullopt;
+  const std::string& t = j.get_ref<const std::string&>();
+  long long v = 0;
+  auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (t.empty() || ec != std::errc() || p != t.data() + t.size()) return std::nullopt;
+  return v;
+}
+
+
 class Parser {
  public:
   Parser(const std::string& file, std::vector<SpecError>& errors) : file_(file), errors_(errors) {}
@@ -95,9 +108,10 @@ class Parser {
     m.name = str(j, "name", "", true);
     m.type = str(j, "type", "", true);
     if (j.contains("apiKey")) {
-      if (!j["apiKey"].is_number_integer()) return fail("", "apiKey is not an integer");
-      m.api_key = j["apiKey"].get<int>();
-      if (m.api_key < 0 || m.api_key > 32767) return fail("", "apiKey " + std::to_string(m.api_key) + " out of range");
+      auto key = integer(j["apiKey"]);
+      if (!key) return fail("", "apiKey is not an integer");
+      if (*key < 0 || *key > 32767) return fail("", "apiKey " + std::to_string(*key) + " out of range");
+      m.api_key = static_cast<int>(*key);
     }
     m.valid = versions(j, "validVersions", "", true);
     m.flexible = versions(j, "flexibleVersions", "", false);
@@ -168,9 +182,9 @@ class Parser {
       if (j.contains("flexibleVersions")) f.flexible = versions(j, "flexibleVersions", where, true);
       f.tagged = versions(j, "taggedVersions", where, false);
       if (j.contains("tag")) {
-        if (!j["tag"].is_number_integer() || j["tag"].get<long long>() < 0 || j["tag"].get<long long>() > INT32_MAX)
-          fail(where, "\"tag\" is not a non-negative integer");
-        else f.tag = j["tag"].get<int>();
+        auto tag = integer(j["tag"]);
+        if (!tag || *tag < 0 || *tag > INT32_MAX) fail(where, "\"tag\" is not a non-negative integer");
+        else f.tag = static_cast<int>(*tag);
       }
       if (j.contains("default")) {
         const auto& d = j["default"];
