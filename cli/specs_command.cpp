@@ -17,11 +17,16 @@ int specs_command(std::vector<std::string> args) {
   }
   std::string name;
   int version = -1;
+  bool list_versions = false;
   for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "-v" && i + 1 < args.size()) {
+    if (args[i] == "--versions") {
+      list_versions = true;
+    } else if (args[i] == "-v" && i + 1 < args.size()) {
       try { version = std::stoi(args[++i]); } catch (...) { std::cerr << "kwire specs: -v needs a number\n"; return 2; }
     } else if (args[i] == "-h" || args[i] == "--help") {
       std::cout << "usage: kwire specs [--overlay NAME] [--spec-dir DIR]          list every API and version\n"
+                   "       kwire specs --versions                                 one line per api version:\n"
+                   "                                                              API_KEY VERSION SOURCE\n"
                    "       kwire specs NAME [-v VERSION]                         wire layout of a message\n"
                    "NAME is an api name (StreamsGroupHeartbeat), a message name\n"
                    "(StreamsGroupHeartbeatResponse) or an api key; without -v the newest version.\n";
@@ -32,6 +37,18 @@ int specs_command(std::vector<std::string> args) {
       std::cerr << "kwire specs: unexpected argument " << args[i] << "\n";
       return 2;
     }
+  }
+
+  if (list_versions) {
+    // For scripts: "0 2 kafka 3.9.1", every api version kwire decodes.
+    std::vector<const MessageProgram*> all;
+    for (const auto& m : ps.messages())
+      if (m.direction == Direction::Request && ps.find(m.api_key, m.version, m.direction) == &m) all.push_back(&m);
+    std::sort(all.begin(), all.end(), [](auto* a, auto* b) {
+      return std::pair(a->api_key, a->version) < std::pair(b->api_key, b->version);
+    });
+    for (const auto* m : all) std::cout << m->api_key << ' ' << m->version << ' ' << m->origin << '\n';
+    return 0;
   }
 
   if (name.empty()) {
@@ -46,6 +63,18 @@ int specs_command(std::vector<std::string> args) {
       std::string versions = std::to_string(vs.front()->version) + "-" + std::to_string(vs.back()->version);
       std::string origin(vs.back()->origin);
       if (vs.back()->unstable) origin += " (v" + std::to_string(vs.back()->version) + " unstable)";
+      // Versions from other sources (an older release's specs for the ones
+      // the pinned release dropped): "; v0-2 from kafka 3.9.1".
+      for (size_t i = 0; i < vs.size();) {
+        size_t j = i;
+        while (j + 1 < vs.size() && vs[j + 1]->origin == vs[i]->origin && vs[j + 1]->version == vs[j]->version + 1) ++j;
+        if (vs[i]->origin != vs.back()->origin) {
+          origin += "; v" + std::to_string(vs[i]->version);
+          if (j > i) origin += "-" + std::to_string(vs[j]->version);
+          origin += " from " + std::string(vs[i]->origin);
+        }
+        i = j + 1;
+      }
       printf("%-4d %-44s %-9s %s\n", key, std::string(vs.front()->api_name).c_str(), versions.c_str(), origin.c_str());
     }
     std::cout << apis.size() << " APIs. Shipped overlays (--overlay NAME):";

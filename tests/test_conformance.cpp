@@ -63,9 +63,13 @@ namespace {
 constexpr const char* kUnknownTagsKey = "_unknownTaggedFields";
 constexpr const char* kRedacted = "<redacted>";
 
-std::string corpus_dir() {
-  if (const char* d = std::getenv("KWIRE_CONFORMANCE_CORPUS"); d && *d) return d;
-  return std::string(KWIRE_SOURCE_DIR) + "/tests/conformance-corpus";
+// The corpus of the pinned release (KWIRE_CONFORMANCE_CORPUS), and the one of
+// the older release whose specs give kwire the versions the pinned one dropped
+// (KWIRE_CONFORMANCE_OLDER_CORPUS); the committed small ones by default.
+std::string corpus_dir(bool older = false) {
+  const char* d = std::getenv(older ? "KWIRE_CONFORMANCE_OLDER_CORPUS" : "KWIRE_CONFORMANCE_CORPUS");
+  if (d && *d) return d;
+  return std::string(KWIRE_SOURCE_DIR) + (older ? "/tests/conformance-corpus-older" : "/tests/conformance-corpus");
 }
 
 std::vector<uint8_t> base64_decode(std::string_view s) {
@@ -318,18 +322,22 @@ int env_int(const char* name, int fallback) {
   return v && *v ? std::atoi(v) : fallback;
 }
 
-size_t release_triples(const ProgramSet& ps) {
+// The triples kwire decodes with the pinned release's specs (older = false),
+// or with the older release's specs (the versions the pinned one dropped).
+size_t known_triples(const ProgramSet& ps, bool older) {
   size_t n = 0;
   for (const auto& m : ps.messages())
-    if (ps.find(m.api_key, m.version, m.direction) == &m) ++n;
+    if (ps.find(m.api_key, m.version, m.direction) == &m && m.older == older) ++n;
   return n;
 }
 
-}  // namespace
 
-TEST(conformance, KwireAgreesWithKafkaOnEveryApiVersion) {
+// Kafka -> kwire over one corpus: every message decodes, its JSON agrees
+// with Kafka's and it re-encodes to Kafka's bytes; the corpus covers every
+// triple kwire takes from that release (`older`: the older release).
+void check_corpus(bool older) {
   const ProgramSet& ps = ProgramSet::release();
-  const std::string dir = corpus_dir();
+  const std::string dir = corpus_dir(older);
   ASSERT_TRUE(fs::is_directory(dir)) << "no conformance corpus at " << dir;
   std::ifstream mf(dir + "/manifest.json");
   ASSERT_TRUE(mf) << dir << "/manifest.json is missing";
@@ -378,6 +386,11 @@ TEST(conformance, KwireAgreesWithKafkaOnEveryApiVersion) {
       const MessageProgram* m = ps.find(api, version, cf.dir);
       if (!m) {
         report(where, {"kwire has no program for api " + std::to_string(api) + " v" + std::to_string(version)});
+        continue;
+      }
+      if (m->older != older) {
+        report(where, {std::string("kwire reads api ") + std::to_string(api) + " v" + std::to_string(version) +
+                       " with the " + (m->older ? "older" : "pinned") + " release's specs, not this corpus's"});
         continue;
       }
       auto key = std::make_tuple(int(api), int(version), int(cf.dir));
@@ -431,14 +444,23 @@ TEST(conformance, KwireAgreesWithKafkaOnEveryApiVersion) {
       if (!problems.empty()) report(where, problems);
     }
   }
-  std::printf("conformance: %zu apis, %zu api-versions, %zu messages, %zu mismatches\n", apis.size(), triples.size(),
-              messages, mismatches);
+  std::printf("conformance: %s%zu apis, %zu api-versions, %zu messages, %zu mismatches\n",
+              older ? ("kafka " + manifest.at("kafka").get<std::string>() + ", ").c_str() : "", apis.size(),
+              triples.size(), messages, mismatches);
   std::fflush(stdout);
   EXPECT_EQ(mismatches, 0u);
-  EXPECT_EQ(triples.size(), offered) << "api versions the jar offers (" << manifest.at("kafka") << ")";
-  EXPECT_EQ(triples.size(), release_triples(ps)) << "api versions kwire knows";
+  EXPECT_EQ(triples.size(), offered) << "api versions the corpus offers (" << manifest.at("kafka") << ")";
+  EXPECT_EQ(triples.size(), known_triples(ps, older)) << "api versions kwire takes from that release";
   EXPECT_EQ(apis.size(), manifest.at("apis").get<size_t>());
 }
+
+}  // namespace
+
+TEST(conformance, KwireAgreesWithKafkaOnEveryApiVersion) { check_corpus(false); }
+
+// The versions from the older release's specs (Produce v0-2, Fetch v0-3, the
+// ZooKeeper-era inter-broker APIs, ...) against that release's serializers.
+TEST(conformance, KwireAgreesWithTheOlderReleaseOnTheVersionsItGives) { check_corpus(true); }
 
 // Found by the full corpus: an ApiVersions response of version N > 0 whose
 // ErrorCode is UNSUPPORTED_VERSION (35). Kafka's client reads it as version N
@@ -579,16 +601,19 @@ class KafkaCanonical {
   std::unordered_map<uint64_t, std::set<int32_t>> tags_;
 };
 
-}  // namespace
-
-TEST(conformance, KafkaReadsAndRewritesKwireMessagesByteIdentical) {
-  const std::string java_dir = std::string(KWIRE_SOURCE_DIR) + "/testbed/conformance/target";
+// kwire -> Kafka: random messages of every triple kwire takes from a release,
+// encoded by kwire, read and written back by that release's classes
+// (testbed/conformance built into target/, or target-3.9/ for the older one).
+void reserialize(bool older) {
+  const std::string java_dir =
+      std::string(KWIRE_SOURCE_DIR) + (older ? "/testbed/conformance/target-3.9" : "/testbed/conformance/target");
   const bool required = std::getenv("KWIRE_CONFORMANCE_REQUIRE_JAVA") != nullptr;
   const bool have_java = std::system("java -version >/dev/null 2>&1") == 0;
   if (!have_java || !fs::exists(java_dir + "/classpath.txt") || !fs::is_directory(java_dir + "/classes")) {
     if (required) FAIL() << "the Java re-serializer is required but not built in " << java_dir;
     GTEST_SKIP() << "kwire -> Kafka part skipped: the Java re-serializer is not built (" << java_dir
                  << "); `make conformance` builds it (needs a JDK and Maven)";
+    return;
   }
   std::ifstream cpf(java_dir + "/classpath.txt");
   std::string cp((std::istreambuf_iterator<char>(cpf)), {});
@@ -605,7 +630,7 @@ TEST(conformance, KafkaReadsAndRewritesKwireMessagesByteIdentical) {
   {
     std::ofstream out(file);
     for (const auto& m : ps.messages()) {
-      if (ps.find(m.api_key, m.version, m.direction) != &m) continue;
+      if (ps.find(m.api_key, m.version, m.direction) != &m || m.older != older) continue;
       MessageGenerator gen(ps, 0x4b61666b61ull ^ (uint64_t(m.api_key) << 20) ^ (uint64_t(m.version) << 4) ^
                                    uint64_t(m.direction));
       GeneratorOptions wide;
@@ -634,7 +659,14 @@ TEST(conformance, KafkaReadsAndRewritesKwireMessagesByteIdentical) {
   fs::remove(file);
   fs::remove(log);
   EXPECT_EQ(status, 0) << "Kafka did not re-serialize every kwire message byte for byte";
-  EXPECT_NE(text.find("kafka-reserialize: " + std::to_string(release_triples(ps) * per_triple) + " messages, " +
-                      std::to_string(release_triples(ps)) + " api-versions, 0 mismatches"),
+  const size_t triples = known_triples(ps, older);
+  EXPECT_NE(text.find("kafka-reserialize: " + std::to_string(triples * per_triple) + " messages, " +
+                      std::to_string(triples) + " api-versions, 0 mismatches"),
             std::string::npos);
 }
+
+}  // namespace
+
+TEST(conformance, KafkaReadsAndRewritesKwireMessagesByteIdentical) { reserialize(false); }
+
+TEST(conformance, TheOlderReleaseReadsAndRewritesKwireMessagesOfItsVersions) { reserialize(true); }

@@ -19,6 +19,7 @@
 #include "dissector/protocol/decoder.hpp"
 #include "dissector/protocol/encoder.hpp"
 #include "dissector/protocol/frame.hpp"
+#include "dissector/protocol/records.hpp"
 #include "tests/test_support.hpp"
 
 using namespace kwire;
@@ -217,7 +218,7 @@ class Golden {
     ASSERT_NE(frame.program, nullptr);
     EXPECT_EQ(frame.program->api_name, api_name);
     EXPECT_EQ(frame.program->version, version);
-    EXPECT_EQ(frame.program->origin, "kafka 4.4.0");
+    EXPECT_EQ(frame.program->origin, frame.program->older ? "kafka 3.9.1" : "kafka 4.4.0");
     EXPECT_EQ(frame.api_version, version);
     EXPECT_EQ(frame.correlation_id, corr);
     EXPECT_EQ(frame.header_version, header_version);
@@ -1608,5 +1609,97 @@ TEST(Golden, DescribeTopicPartitionsResponseV0LastPageWithoutElr) {
 
   EXPECT_TRUE(g.null("NextCursor"));
   EXPECT_EQ(g.fields("NextCursor"), Names{});
+  g.expect_reencodes_byte_identical();
+}
+
+// ---------------------------------------------------------------------------
+// Versions Kafka 4.0 dropped (KIP-896) and the ZooKeeper-era inter-broker
+// APIs, read through Kafka 3.9.1's specs (specs/kafka-older/): traffic of
+// older clients and brokers.
+
+TEST(Golden, ProduceRequestV2FromAnOlderClientCarriesAMagicOneMessageSet) {
+  const std::vector<uint8_t> set = encode_legacy_message(1, 0, 1700000000123, "order-17", "{\"qty\":3}");
+  Bytes b = request_header_v1(0, 2, 11, "legacy-producer");
+  b.i16(-1).i32(30000)             // Acks, TimeoutMs (TransactionalId only from v3)
+      .i32(1).str("orders")        // TopicData[0].Name
+      .i32(1).i32(4)               // PartitionData[0].Index
+      .i32(static_cast<int64_t>(set.size())).raw(set);  // Records: int32 length, message set
+
+  Golden g(b);
+  ASSERT_TRUE(g.decode_request());
+  g.expect_request("Produce", 0, 2, 11, "legacy-producer", 1);
+  EXPECT_TRUE(g.frame.program->older);
+  EXPECT_EQ(g.frame.program->origin, "kafka 3.9.1");
+  EXPECT_EQ(g.fields(""), (Names{"Acks", "TimeoutMs", "TopicData"}));
+  EXPECT_EQ(g.i("Acks"), -1);
+  EXPECT_EQ(g.s("TopicData[0].Name"), "orders");
+  EXPECT_EQ(g.i("TopicData[0].PartitionData[0].Index"), 4);
+  const Node* records = g.node("TopicData[0].PartitionData[0].Records");
+  ASSERT_NE(records, nullptr);
+  const uint32_t ri = static_cast<uint32_t>(records - g.frame.nodes.data());
+  std::vector<uint32_t> messages;
+  for (uint32_t c : Children(g.frame, ri)) messages.push_back(c);
+  ASSERT_EQ(messages.size(), 1u);
+  const uint32_t msg = messages[0];
+  EXPECT_EQ(g.frame.nodes[msg].desc, kDescLegacyMessage);
+  std::string key, value;
+  int64_t magic = -1, timestamp = -1;
+  for (uint32_t c : Children(g.frame, msg)) {
+    const Node& n = g.frame.nodes[c];
+    if (n.desc == kDescLegacyMagic) magic = n.v.i;
+    if (n.desc == kDescLegacyTimestamp) timestamp = n.v.i;
+    if (n.desc == kDescLegacyKey) key = n.str();
+    if (n.desc == kDescLegacyValue) value = n.str();
+  }
+  EXPECT_EQ(magic, 1);
+  EXPECT_EQ(timestamp, 1700000000123);
+  EXPECT_EQ(key, "order-17");
+  EXPECT_EQ(value, "{\"qty\":3}");
+  g.expect_reencodes_byte_identical();
+}
+
+TEST(Golden, FetchResponseV0HasNoThrottleTimeAndAMagicZeroMessageSet) {
+  const std::vector<uint8_t> set = encode_legacy_message(0, 41, 0, std::nullopt, "hello");
+  Bytes b = response_header_v0(12);
+  b.i32(1).str("orders")              // Responses[0].Topic
+      .i32(1).i32(4).i16(0).i64(42)   // Partitions[0]: PartitionIndex, ErrorCode, HighWatermark
+      .i32(static_cast<int64_t>(set.size())).raw(set);
+
+  Golden g(b);
+  ASSERT_TRUE(g.decode_response(1, 0));
+  g.expect_response("Fetch", 0, 12, 0);
+  EXPECT_TRUE(g.frame.program->older);
+  EXPECT_EQ(g.fields(""), (Names{"Responses"}));
+  EXPECT_EQ(g.fields("Responses[0].Partitions[0]"),
+            (Names{"PartitionIndex", "ErrorCode", "HighWatermark", "Records"}));
+  EXPECT_EQ(g.i("Responses[0].Partitions[0].HighWatermark"), 42);
+  g.expect_reencodes_byte_identical();
+}
+
+TEST(Golden, ControlledShutdownRequestV0HasAHeaderWithoutClientId) {
+  Bytes b;
+  b.i16(7).i16(0).i32(13)  // request header v0: api key, version, correlation id, no client id
+      .i32(2);             // BrokerId
+
+  Golden g(b);
+  ASSERT_TRUE(g.decode_request());
+  EXPECT_EQ(g.frame.header_version, 0);
+  EXPECT_EQ(g.frame.program->api_name, "ControlledShutdown");
+  EXPECT_TRUE(g.frame.program->older);
+  EXPECT_EQ(g.frame.correlation_id, 13);
+  EXPECT_EQ(g.fields(""), (Names{"BrokerId"}));
+  EXPECT_EQ(g.i("BrokerId"), 2);
+  g.expect_reencodes_byte_identical();
+}
+
+TEST(Golden, ControlledShutdownResponseV1ListsRemainingPartitions) {
+  Bytes b = response_header_v0(14);
+  b.i16(0).i32(2).str("orders").i32(0).str("orders").i32(3);  // ErrorCode, RemainingPartitions
+
+  Golden g(b);
+  ASSERT_TRUE(g.decode_response(7, 1));
+  g.expect_response("ControlledShutdown", 1, 14, 0);
+  EXPECT_EQ(g.count("RemainingPartitions"), 2);
+  EXPECT_EQ(g.i("RemainingPartitions[1].PartitionIndex"), 3);
   g.expect_reencodes_byte_identical();
 }

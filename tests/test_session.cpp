@@ -6,6 +6,7 @@
 
 #include "dissector/output/output.hpp"
 #include "dissector/protocol/decoder.hpp"
+#include "dissector/protocol/records.hpp"
 #include "dissector/protocol/session.hpp"
 #include "recorder/pcap_writer.hpp"
 #include "tests/test_support.hpp"
@@ -205,6 +206,44 @@ TEST_F(Sessions, RawSaslTokensAfterSaslHandshakeV0AreNotDecodedAsKafka) {
   EXPECT_TRUE(seen.frames[2].not_kafka);
   EXPECT_EQ(seen.frames[2].summary, "Not Kafka: SASL token after SaslHandshake v0");
   EXPECT_TRUE(seen.frames[3].not_kafka);
+}
+
+TEST_F(Sessions, AnOlderClientsRemovedVersionsDecodeOnAnyPort) {
+  // Produce v2 and Fetch v0: versions Kafka 4.0 dropped (KIP-896), as a Kafka
+  // 0.10-era client still sends them to a 3.x broker. The second connection
+  // is on a port kwire is not told about: found from its first request.
+  const std::vector<uint8_t> set = encode_legacy_message(1, 0, 1700000000000, "k", "v");
+  test::Bytes produce;
+  produce.i16(0).i16(2).i32(5).str("old-producer");
+  produce.i16(1).i32(30000).i32(1).str("orders").i32(1).i32(0).i32(static_cast<int64_t>(set.size())).raw(set);
+  test::Bytes produced;
+  produced.i32(5);
+  produced.i32(1).str("orders").i32(1).i32(0).i16(0).i64(100).i64(-1)  // Index, ErrorCode, BaseOffset, LogAppendTimeMs
+      .i32(0);                                                          // ThrottleTimeMs
+  test::Bytes fetch;
+  fetch.i16(1).i16(0).i32(6).str("old-consumer");
+  fetch.i32(-1).i32(500).i32(1).i32(1).str("orders").i32(1).i32(0).i64(100).i32(1048576);
+  test::Bytes fetched;
+  fetched.i32(6).i32(1).str("orders").i32(1).i32(0).i16(1).i64(-1).i32(0);  // OFFSET_OUT_OF_RANGE, no records
+  {
+    SyntheticCapture cap(path_);
+    uint32_t a = cap.connect(make_endpoint("10.1.1.1", 40000), make_endpoint("10.1.1.2", 9092));
+    cap.send(a, StreamSide::FromClient, produce.message());
+    cap.send(a, StreamSide::FromServer, produced.message());
+    cap.close(a);
+    uint32_t b = cap.connect(make_endpoint("10.1.1.1", 40001), make_endpoint("10.1.1.3", 29092));
+    cap.send(b, StreamSide::FromClient, fetch.message());
+    cap.send(b, StreamSide::FromServer, fetched.message());
+    cap.close(b);
+  }
+  auto seen = decode();
+  ASSERT_EQ(seen.frames.size(), 4u);
+  EXPECT_EQ(seen.frames[0].summary, "Produce v2 Request corr=5");
+  EXPECT_EQ(seen.frames[1].summary, "Produce v2 Response corr=5");
+  EXPECT_EQ(seen.frames[2].summary, "Fetch v0 Request corr=6");
+  EXPECT_EQ(seen.frames[3].summary, "Fetch v0 Response corr=6 Responses.Partitions.ErrorCode=OFFSET_OUT_OF_RANGE");
+  for (const auto& f : seen.frames) EXPECT_FALSE(f.unmatched || f.not_kafka) << f.summary;
+  EXPECT_TRUE(seen.errors.empty());
 }
 
 TEST(ApiVersions, UnsupportedVersionAnswerIsReadInTheV0Layout) {

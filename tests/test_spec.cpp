@@ -87,6 +87,12 @@ TEST(SpecModel, EveryReleaseSpecLoads) {
   EXPECT_EQ(r.messages.size(), 203u);
 }
 
+TEST(SpecModel, EveryOlderReleaseSpecLoads) {
+  auto r = spec::load_spec_dir(std::string(KWIRE_SOURCE_DIR) + "/specs/kafka-older");
+  EXPECT_TRUE(r.ok()) << r.errors[0].str();
+  EXPECT_EQ(r.messages.size(), 186u);
+}
+
 TEST(SpecModel, IntegersWrittenAsStringsAreReadAsKafkaReadsThem) {
   // Kafka 3.9.1's BrokerHeartbeatRequest has "tag": "0"; Kafka's spec reader
   // (Jackson) takes a string of digits for an integer, and so does kwire.

@@ -1,6 +1,8 @@
 #include "dissector/codegen/compiler.hpp"
 
 #include <algorithm>
+#include <set>
+#include <tuple>
 
 namespace kwire {
 
@@ -158,19 +160,37 @@ void SpecCompiler::add(const spec::MessageSpec& m) {
     return;
   }
   if (!m.is_api()) return;
-  for (int v = m.valid.lo; v <= m.valid.hi; ++v) {  // removed APIs have "none"
-    MessageProgram p;
-    p.api_name = s(api_name_of(m.name));
-    p.spec_name = s(m.name);
-    p.origin = t_.origin;
-    p.api_key = static_cast<int16_t>(m.api_key);
-    p.version = static_cast<int16_t>(v);
-    p.direction = m.type == "request" ? Direction::Request : Direction::Response;
-    p.flexible = m.flexible.contains(v);
-    p.unstable = m.latest_unstable && v == m.valid.hi;
-    p.overlay = overlay_;
-    p.root = root(m, v);
-    t_.messages.push_back(p);
+  for (int v = m.valid.lo; v <= m.valid.hi; ++v) add_version(m, v, t_.origin, false);  // removed APIs have "none"
+}
+
+void SpecCompiler::add_version(const spec::MessageSpec& m, int v, std::string_view origin, bool older) {
+  MessageProgram p;
+  p.api_name = s(api_name_of(m.name));
+  p.spec_name = s(m.name);
+  p.origin = origin;
+  p.api_key = static_cast<int16_t>(m.api_key);
+  p.version = static_cast<int16_t>(v);
+  p.direction = m.type == "request" ? Direction::Request : Direction::Response;
+  p.flexible = m.flexible.contains(v);
+  p.unstable = m.latest_unstable && v == m.valid.hi;
+  p.overlay = overlay_;
+  p.older = older;
+  p.root = root(m, v);
+  t_.messages.push_back(p);
+}
+
+void SpecCompiler::add_older(const std::vector<spec::MessageSpec>& messages, const std::string& origin) {
+  std::set<std::tuple<int, int, int>> have;
+  for (const auto& p : t_.messages) have.emplace(p.api_key, p.version, int(p.direction));
+  std::set<std::pair<int, int>> unstable;  // (api key, version)
+  for (const auto& m : messages)
+    if (m.is_api() && m.type == "request" && m.latest_unstable) unstable.emplace(m.api_key, m.valid.hi);
+  std::string_view o = s(origin);
+  for (const auto& m : messages) {
+    if (!m.is_api()) continue;
+    int dir = int(m.type == "request" ? Direction::Request : Direction::Response);
+    for (int v = m.valid.lo; v <= m.valid.hi; ++v)
+      if (!have.count({m.api_key, v, dir}) && !unstable.count({m.api_key, v})) add_version(m, v, o, true);
   }
 }
 

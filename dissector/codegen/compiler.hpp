@@ -6,6 +6,7 @@
 #pragma once
 
 #include <deque>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -22,6 +23,12 @@ class SpecCompiler {
   // Adds every version of an API message, or the header versions of
   // RequestHeader/ResponseHeader. Other spec types (data, metadata) are skipped.
   void add(const spec::MessageSpec& m);
+  // After add() of every pinned spec: the api versions of an older release
+  // (`messages`, its whole spec set) that the tables do not have yet, from
+  // `origin`, marked older. A version the older release marks unstable is
+  // skipped (in both directions: only requests carry the mark), since its
+  // layout may differ from what a later release shipped under that number.
+  void add_older(const std::vector<spec::MessageSpec>& messages, const std::string& origin);
 
   const ProgramTables& tables() const { return t_; }
   // Strings referenced by tables(); valid as long as this compiler lives.
@@ -34,6 +41,7 @@ class SpecCompiler {
                           const std::vector<spec::FieldSpec>& fields, int version);
   FieldDesc compile_field(const spec::MessageSpec& m, const spec::FieldSpec& f, int version);
   uint32_t root(const spec::MessageSpec& m, int version);
+  void add_version(const spec::MessageSpec& m, int version, std::string_view origin, bool older);
   std::string_view s(std::string v);
 
   std::string origin_;

@@ -2,7 +2,10 @@
 // shipped overlays, validates them, compiles every (api key, version,
 // direction) into decode/encode programs and writes them as C++ tables.
 //
-//   kwire-codegen OUT.cpp SPEC_DIR ORIGIN [OVERLAY_NAME=OVERLAY_DIR ...]
+//   kwire-codegen OUT.cpp SPEC_DIR ORIGIN [--older DIR ORIGIN] [OVERLAY_NAME=OVERLAY_DIR ...]
+//
+// --older adds, to the release tables, the api versions of an older release
+// (all its specs in DIR) that SPEC_DIR lacks: see SpecCompiler::add_older.
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -39,7 +42,7 @@ void emit_tables(std::ostream& out, const std::string& id, const ProgramTables& 
   for (const auto& m : t.messages) {
     out << "  {" << lit(m.api_name) << ", " << lit(m.spec_name) << ", " << lit(m.origin) << ", " << m.api_key
         << ", " << m.version << ", Direction::" << (m.direction == Direction::Request ? "Request" : "Response")
-        << ", " << m.flexible << ", " << m.unstable << ", " << m.overlay << ", " << m.root << "},\n";
+        << ", " << m.flexible << ", " << m.unstable << ", " << m.overlay << ", " << m.older << ", " << m.root << "},\n";
   }
   out << "};\n";
   out << "static ProgramTables " << id << "_program_tables() {\n  ProgramTables t;\n"
@@ -52,10 +55,15 @@ void emit_tables(std::ostream& out, const std::string& id, const ProgramTables& 
   out << "  t.origin = " << lit(t.origin) << ";\n  return t;\n}\n\n";
 }
 
-bool load(const std::string& dir, SpecCompiler& c) {
-  auto r = spec::load_spec_dir(dir);
+bool load(const std::string& dir, spec::LoadResult& r) {
+  r = spec::load_spec_dir(dir);
   for (const auto& e : r.errors) std::cerr << "kwire-codegen: " << e.str() << "\n";
-  if (!r.ok()) return false;
+  return r.ok();
+}
+
+bool load(const std::string& dir, SpecCompiler& c) {
+  spec::LoadResult r;
+  if (!load(dir, r)) return false;
   for (const auto& m : r.messages) c.add(m);
   return true;
 }
@@ -64,7 +72,7 @@ bool load(const std::string& dir, SpecCompiler& c) {
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::cerr << "usage: kwire-codegen OUT.cpp SPEC_DIR ORIGIN [NAME=OVERLAY_DIR ...]\n";
+    std::cerr << "usage: kwire-codegen OUT.cpp SPEC_DIR ORIGIN [--older DIR ORIGIN] [NAME=OVERLAY_DIR ...]\n";
     return 2;
   }
   std::ostringstream out;
@@ -79,10 +87,18 @@ int main(int argc, char** argv) {
     std::cerr << "kwire-codegen: " << argv[2] << ": RequestHeader.json or ResponseHeader.json missing\n";
     return 1;
   }
+  int i = 4;
+  if (i < argc && std::string_view(argv[i]) == "--older") {
+    if (i + 2 >= argc) { std::cerr << "kwire-codegen: --older needs DIR and ORIGIN\n"; return 2; }
+    spec::LoadResult older;
+    if (!load(argv[i + 1], older)) return 1;
+    release.add_older(older.messages, argv[i + 2]);
+    i += 3;
+  }
   emit_tables(out, "release", release.tables());
 
   std::vector<std::string> overlays;
-  for (int i = 4; i < argc; ++i) {
+  for (; i < argc; ++i) {
     std::string arg = argv[i];
     auto eq = arg.find('=');
     if (eq == std::string::npos) { std::cerr << "kwire-codegen: expected NAME=DIR, got " << arg << "\n"; return 2; }

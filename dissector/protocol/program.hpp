@@ -82,13 +82,14 @@ enum class Direction : uint8_t { Request, Response };
 struct MessageProgram {
   std::string_view api_name;    // "StreamsGroupHeartbeat"
   std::string_view spec_name;   // "StreamsGroupHeartbeatRequest"
-  std::string_view origin;      // "kafka 4.4.0" or "overlay <dir>"
+  std::string_view origin;      // "kafka 4.4.0", "kafka 3.9.1" (older) or "overlay <dir>"
   int16_t api_key = -1;
   int16_t version = 0;
   Direction direction = Direction::Request;
   bool flexible = false;
   bool unstable = false;        // latestVersionUnstable and this is the newest
   bool overlay = false;
+  bool older = false;           // from an older release's specs: a version the pinned release dropped
   uint32_t root = 0;            // FieldDesc of the body (type Struct, sub = its StructProgram)
 };
 

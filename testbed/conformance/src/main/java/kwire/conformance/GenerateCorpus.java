@@ -20,7 +20,9 @@ import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Base64;
+import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.TreeSet;
 
@@ -39,7 +41,16 @@ import java.util.TreeSet;
  * its header is for ("apiKey", "apiVersion"). DIR/manifest.json says what the
  * jar offers (the count the C++ test must cover).
  *
- * Usage: GenerateCorpus --out DIR [--count N] [--seed S]
+ * With --only FILE, only the api versions FILE lists are written, one
+ * "API_KEY VERSION" a line (both directions of each; blank lines and '#'
+ * comments ignored), and the headers only of those; the manifest's counts are
+ * then of those, and its "only" lists them. Each listed version must be one
+ * the jar offers. A message's seed depends only on its api key, version,
+ * direction and index, so a restricted corpus holds the same messages as the
+ * full one for the same jar and seed (the headers excepted: which api version
+ * a header line names is drawn from those written).
+ *
+ * Usage: GenerateCorpus --out DIR [--count N] [--seed S] [--only FILE]
  */
 public final class GenerateCorpus {
     private static final ObjectMapper MAPPER = new ObjectMapper();
@@ -48,22 +59,29 @@ public final class GenerateCorpus {
         Path out = null;
         int count = 200;
         long seed = 0x6b77697265L;
+        Path only = null;
         for (int i = 0; i < args.length; ++i) {
             switch (args[i]) {
                 case "--out": out = Paths.get(args[++i]); break;
                 case "--count": count = Integer.parseInt(args[++i]); break;
                 case "--seed": seed = Long.decode(args[++i]); break;
+                case "--only": only = Paths.get(args[++i]); break;
                 default: usage("unknown argument " + args[i]);
             }
         }
         if (out == null) usage("--out DIR is required");
+        List<Kafka.Triple> triples = Kafka.triples();
+        Set<List<Integer>> listed = null;
+        if (only != null) {
+            listed = readOnly(only);
+            triples = restrict(triples, listed, only);
+        }
         Files.createDirectories(out);
         try (var old = Files.newDirectoryStream(out, "*.jsonl")) {
             for (Path p : old) Files.delete(p);
         }
 
         long start = System.nanoTime();
-        List<Kafka.Triple> triples = Kafka.triples();
         TreeSet<Integer> apis = new TreeSet<>();
         long messages = 0;
         int retries = 0;
@@ -98,6 +116,10 @@ public final class GenerateCorpus {
         manifest.put("messagesPerTriple", count);
         manifest.put("messages", messages);
         manifest.put("seed", seed);
+        if (listed != null) {
+            var a = manifest.putArray("only");
+            for (List<Integer> kv : listed) a.addArray().add(kv.get(0)).add(kv.get(1));
+        }
         Files.writeString(out.resolve("manifest.json"), MAPPER.writerWithDefaultPrettyPrinter().writeValueAsString(manifest) + "\n");
         System.err.printf("corpus: kafka %s, %d apis, %d api-versions, %d messages (%d regenerated) in %.1f s -> %s%n",
             AppInfoParser.getVersion(), apis.size(), triples.size(), messages, retries,
@@ -106,8 +128,46 @@ public final class GenerateCorpus {
 
     private static void usage(String why) {
         System.err.println("GenerateCorpus: " + why);
-        System.err.println("usage: GenerateCorpus --out DIR [--count N] [--seed S]");
+        System.err.println("usage: GenerateCorpus --out DIR [--count N] [--seed S] [--only FILE]");
         System.exit(2);
+    }
+
+    /** The (api key, version) pairs of an --only file, in file order, each once. */
+    private static Set<List<Integer>> readOnly(Path file) throws IOException {
+        Set<List<Integer>> pairs = new LinkedHashSet<>();
+        int number = 0;
+        for (String line : Files.readAllLines(file, StandardCharsets.UTF_8)) {
+            ++number;
+            int hash = line.indexOf('#');
+            String s = (hash >= 0 ? line.substring(0, hash) : line).trim();
+            if (s.isEmpty()) continue;
+            String[] p = s.split("\\s+");
+            try {
+                if (p.length != 2) throw new NumberFormatException();
+                pairs.add(List.of(Integer.parseInt(p[0]), Integer.parseInt(p[1])));
+            } catch (NumberFormatException e) {
+                usage(file + ":" + number + ": expected \"API_KEY VERSION\", got \"" + line + "\"");
+            }
+        }
+        if (pairs.isEmpty()) usage(file + " lists no api versions");
+        return pairs;
+    }
+
+    /** The triples of the listed api versions; every listed one must be offered by the jar. */
+    private static List<Kafka.Triple> restrict(List<Kafka.Triple> all, Set<List<Integer>> listed, Path file) {
+        List<Kafka.Triple> kept = new ArrayList<>();
+        Set<List<Integer>> offered = new LinkedHashSet<>();
+        for (Kafka.Triple t : all) {
+            List<Integer> kv = List.of((int) t.api.id, (int) t.version);
+            offered.add(kv);
+            if (listed.contains(kv)) kept.add(t);
+        }
+        List<String> missing = new ArrayList<>();
+        for (List<Integer> kv : listed)
+            if (!offered.contains(kv)) missing.add(kv.get(0) + " v" + kv.get(1));
+        if (!missing.isEmpty())
+            usage(file + ": kafka-clients " + AppInfoParser.getVersion() + " has no " + String.join(", ", missing));
+        return kept;
     }
 
     static long mix(long seed, long api, long version, long dir, long index) {

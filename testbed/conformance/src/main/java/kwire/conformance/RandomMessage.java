@@ -203,7 +203,8 @@ final class RandomMessage {
     private JsonNode records(String path) {
         RandomRecords.Built r = shape == Shape.MINIMAL
             ? RandomRecords.empty()
-            : RandomRecords.make(rnd, shape == Shape.FULL ? 2 + rnd.nextInt(2) : rnd.nextInt(3));
+            : RandomRecords.make(rnd, shape == Shape.FULL ? 2 + rnd.nextInt(2) : rnd.nextInt(3),
+                                 RandomRecords.magicOf(spec.name, version));
         ObjectNode d = F.objectNode();
         d.put("path", path);
         d.set("batches", RecordsView.describe(r.records));

@@ -20,6 +20,10 @@ import java.util.SplittableRandom;
  * RecordBatch v2 with every codec (plain, idempotent, transactional and
  * control batches), and legacy message sets (magic 0 and 1, plain and
  * compressed wrappers), several batches back to back.
+ *
+ * The message versions from before RecordBatch v2 (Produce v0-2, Fetch v0-3,
+ * only in kafka-clients 3.x) get only the message set format their clients
+ * and brokers used: magic 0 up to Produce/Fetch v1, magic 1 from v2.
  */
 final class RandomRecords {
     static final class Built {
@@ -36,11 +40,31 @@ final class RandomRecords {
         return new Built(new byte[0]);
     }
 
-    static Built make(SplittableRandom rnd, int batches) {
+    /** No fixed magic: any batch format. */
+    static final int ANY_MAGIC = -1;
+
+    /**
+     * The one magic the records of `specName` at `version` are written in
+     * ("ProduceRequest" v0-1: 0, v2: 1; "FetchResponse" v0-1: 0, v2-3: 1),
+     * else ANY_MAGIC.
+     */
+    static int magicOf(String specName, int version) {
+        switch (specName) {
+            case "ProduceRequest":
+                return version <= 1 ? RecordBatch.MAGIC_VALUE_V0 : version == 2 ? RecordBatch.MAGIC_VALUE_V1 : ANY_MAGIC;
+            case "FetchResponse":
+                return version <= 1 ? RecordBatch.MAGIC_VALUE_V0 : version <= 3 ? RecordBatch.MAGIC_VALUE_V1 : ANY_MAGIC;
+            default:
+                return ANY_MAGIC;
+        }
+    }
+
+    /** `batches` batches, each of a random format, or all of magic `magic` unless it is ANY_MAGIC. */
+    static Built make(SplittableRandom rnd, int batches, int magic) {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         long offset = rnd.nextInt(3) == 0 ? 0 : rnd.nextLong(0, 1L << 40);
         for (int i = 0; i < batches; ++i) {
-            MemoryRecords m = batch(rnd, offset);
+            MemoryRecords m = batch(rnd, offset, magic);
             ByteBuffer b = m.buffer();
             byte[] a = new byte[b.remaining()];
             b.get(a);
@@ -60,9 +84,10 @@ final class RandomRecords {
         }
     }
 
-    private static MemoryRecords batch(SplittableRandom rnd, long baseOffset) {
-        int kind = rnd.nextInt(20);
-        byte magic = kind == 0 ? RecordBatch.MAGIC_VALUE_V0 : kind <= 2 ? RecordBatch.MAGIC_VALUE_V1 : RecordBatch.MAGIC_VALUE_V2;
+    private static MemoryRecords batch(SplittableRandom rnd, long baseOffset, int fixedMagic) {
+        int kind = rnd.nextInt(20);  // drawn either way, so the rest of the stream stays put
+        byte magic = fixedMagic != ANY_MAGIC ? (byte) fixedMagic
+            : kind == 0 ? RecordBatch.MAGIC_VALUE_V0 : kind <= 2 ? RecordBatch.MAGIC_VALUE_V1 : RecordBatch.MAGIC_VALUE_V2;
         long now = 1_700_000_000_000L + rnd.nextLong(0, 100_000_000L);
         int leaderEpoch = magic >= 2 ? rnd.nextInt(-1, 1000) : RecordBatch.NO_PARTITION_LEADER_EPOCH;
         boolean producer = magic >= 2 && rnd.nextBoolean();
