@@ -60,7 +60,8 @@ int specs_command(std::vector<std::string> args) {
     printf("%-4s %-44s %-9s %s\n", "key", "api", "versions", "source");
     for (auto& [key, vs] : apis) {
       std::sort(vs.begin(), vs.end(), [](auto* a, auto* b) { return a->version < b->version; });
-      std::string versions = std::to_string(vs.front()->version) + "-" + std::to_string(vs.back()->version);
+      std::string versions = std::to_string(vs.front()->version);
+      if (vs.back()->version != vs.front()->version) (versions += '-') += std::to_string(vs.back()->version);
       std::string origin(vs.back()->origin);
       if (vs.back()->unstable) origin += " (v" + std::to_string(vs.back()->version) + " unstable)";
       // Versions from other sources (an older release's specs for the ones
@@ -69,9 +70,9 @@ int specs_command(std::vector<std::string> args) {
         size_t j = i;
         while (j + 1 < vs.size() && vs[j + 1]->origin == vs[i]->origin && vs[j + 1]->version == vs[j]->version + 1) ++j;
         if (vs[i]->origin != vs.back()->origin) {
-          origin += "; v" + std::to_string(vs[i]->version);
-          if (j > i) origin += "-" + std::to_string(vs[j]->version);
-          origin += " from " + std::string(vs[i]->origin);
+          (origin += "; v") += std::to_string(vs[i]->version);
+          if (j > i) (origin += '-') += std::to_string(vs[j]->version);
+          (origin += " from ") += vs[i]->origin;
         }
         i = j + 1;
       }
