@@ -244,11 +244,17 @@ WireMessage sg_heartbeat_join_request(int32_t corr, int member) {
   return finish(m, true, kStreamsGroupHeartbeat, 1);
 }
 
-WireMessage sg_heartbeat_tasks_request(int32_t corr, int member, int epoch) {
+// A member's heartbeat past the join: ids and epochs, no topology.
+Msg member_heartbeat(int32_t corr, int member, int epoch) {
   std::string client = "orders-app-" + process_id(member) + "-StreamThread-1-consumer";
   Msg m = request_header(kStreamsGroupHeartbeat, 1, corr, client);
   m.cstr(kGroup).cstr(member_id(member)).i32(epoch).i32(epoch);
   m.cnull().cnull().i32(-1).absent();                     // InstanceId, RackId, RebalanceTimeoutMs, Topology
+  return m;
+}
+
+WireMessage sg_heartbeat_tasks_request(int32_t corr, int member, int epoch) {
+  Msg m = member_heartbeat(corr, member, epoch);
   task_ids(m, member, 0, 3);                              // ActiveTasks
   task_ids(m, member, 1, 2);                              // StandbyTasks
   task_ids(m, member, 2, 1);                              // WarmupTasks
@@ -291,10 +297,7 @@ WireMessage sg_heartbeat_assignment_response(int32_t corr, int member, int epoch
 }
 
 WireMessage sg_heartbeat_steady_request(int32_t corr, int member, int epoch) {
-  std::string client = "orders-app-" + process_id(member) + "-StreamThread-1-consumer";
-  Msg m = request_header(kStreamsGroupHeartbeat, 1, corr, client);
-  m.cstr(kGroup).cstr(member_id(member)).i32(epoch).i32(epoch);
-  m.cnull().cnull().i32(-1).absent();                     // InstanceId, RackId, RebalanceTimeoutMs, Topology
+  Msg m = member_heartbeat(corr, member, epoch);
   m.cnull().cnull().cnull();                              // tasks unchanged
   m.cnull().absent().cnull().cnull().cnull();             // ProcessId, UserEndpoint, ClientTags, TaskOffsets, TaskEndOffsets
   m.boolean(false).tags0();

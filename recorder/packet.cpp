@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "dissector/wire/wire.hpp"
+
 namespace kwire {
 namespace {
 
@@ -21,10 +23,8 @@ constexpr uint16_t kEtherIpv4 = 0x0800;
 constexpr uint16_t kEtherIpv6 = 0x86DD;
 constexpr uint8_t kIpProtoTcp = 6;
 
-inline uint16_t rd16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
-inline uint32_t rd32(const uint8_t* p) {
-  return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | uint32_t{p[3]};
-}
+using wire::load_be16;
+using wire::load_be32;
 
 inline bool is_vlan_ethertype(uint16_t t) {
   return t == 0x8100 || t == 0x88A8 || t == 0x9100 || t == 0x9200;
@@ -49,10 +49,10 @@ void decode_tcp(const uint8_t* p, size_t captured, size_t wire, DecodedPacket& o
   size_t doff = size_t{static_cast<uint8_t>(p[12] >> 4)} * 4;
   if (doff < 20 || doff > wire) return malformed(out, "bad TCP data offset");
   TcpSegment& t = out.tcp;
-  t.src.port = rd16(p);
-  t.dst.port = rd16(p + 2);
-  t.seq = rd32(p + 4);
-  t.ack = rd32(p + 8);
+  t.src.port = load_be16(p);
+  t.dst.port = load_be16(p + 2);
+  t.seq = load_be32(p + 4);
+  t.ack = load_be32(p + 8);
   t.flags = p[13];
   t.payload_length = static_cast<uint32_t>(wire - doff);
   t.payload = captured > doff ? std::span<const uint8_t>(p + doff, captured - doff) : std::span<const uint8_t>();
@@ -68,17 +68,17 @@ void decode_ipv4(const uint8_t* p, size_t n, bool cut, DecodedPacket& out) {
   if (ihl < 20) return malformed(out, "bad IPv4 header length");
   if (n < ihl) return malformed(out, "truncated IPv4 header");
   if (p[9] != kIpProtoTcp) return;  // Skipped
-  size_t total = rd16(p + 2);
+  size_t total = load_be16(p + 2);
   if (total == 0 && !cut) total = n;  // segmentation offload on the capturing host
   if (total < ihl) return malformed(out, "IPv4 total length smaller than its header");
   if (total > n && !cut) return malformed(out, "IPv4 total length beyond the end of the packet");
   set_endpoint(out.tcp.src, p + 12, false);
   set_endpoint(out.tcp.dst, p + 16, false);
-  uint16_t frag = rd16(p + 6);
+  uint16_t frag = load_be16(p + 6);
   if ((frag & 0x3FFF) != 0) {  // more-fragments flag or a fragment offset
     out.kind = PacketKind::Fragment;
     out.problem = "IPv4 fragment of a TCP segment (IP reassembly is not supported)";
-    out.fragment_id = rd16(p + 4);
+    out.fragment_id = load_be16(p + 4);
     return;
   }
   size_t present = std::min(n, total);  // drops Ethernet padding
@@ -88,7 +88,7 @@ void decode_ipv4(const uint8_t* p, size_t n, bool cut, DecodedPacket& out) {
 void decode_ipv6(const uint8_t* p, size_t n, bool cut, DecodedPacket& out) {
   if (n < 40) return malformed(out, "truncated IPv6 header");
   if (p[0] >> 4 != 6) return malformed(out, "bad IPv6 version");
-  size_t total = 40 + size_t{rd16(p + 4)};
+  size_t total = 40 + size_t{load_be16(p + 4)};
   if (total == 40 && !cut) total = n;  // jumbogram or segmentation offload
   if (total > n && !cut) return malformed(out, "IPv6 payload length beyond the end of the packet");
   size_t present = std::min(n, total);
@@ -119,7 +119,7 @@ void decode_ipv6(const uint8_t* p, size_t n, bool cut, DecodedPacket& out) {
         set_endpoint(out.tcp.dst, p + 24, true);
         out.kind = PacketKind::Fragment;
         out.problem = "IPv6 fragment of a TCP segment (IP reassembly is not supported)";
-        out.fragment_id = rd32(p + off + 4);
+        out.fragment_id = load_be32(p + off + 4);
         return;
       }
       default:
@@ -174,17 +174,17 @@ void decode_packet(int dlt, std::span<const uint8_t> frame, uint32_t wire_length
   switch (dlt) {
     case DLT_EN10MB:
       if (n < 14) return malformed(out, "truncated Ethernet header");
-      ethertype = rd16(p + 12);
+      ethertype = load_be16(p + 12);
       off = 14;
       break;
     case DLT_LINUX_SLL:
       if (n < 16) return malformed(out, "truncated Linux cooked (SLL) header");
-      ethertype = rd16(p + 14);
+      ethertype = load_be16(p + 14);
       off = 16;
       break;
     case kDltLinuxSll2:
       if (n < 20) return malformed(out, "truncated Linux cooked (SLL2) header");
-      ethertype = rd16(p);
+      ethertype = load_be16(p);
       off = 20;
       break;
     case DLT_NULL:
@@ -194,7 +194,7 @@ void decode_packet(int dlt, std::span<const uint8_t> frame, uint32_t wire_length
       // and network order for DLT_LOOP; families are small, so whichever
       // reading fits in 16 bits is the right one.
       uint32_t le = uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
-      uint32_t family = (le & 0xFFFF0000u) == 0 ? le : rd32(p);
+      uint32_t family = (le & 0xFFFF0000u) == 0 ? le : load_be32(p);
       if (family == 2) return decode_ipv4(p + 4, n - 4, cut, out);
       if (family == 10 || family == 24 || family == 28 || family == 30) {
         return decode_ipv6(p + 4, n - 4, cut, out);
@@ -214,7 +214,7 @@ void decode_packet(int dlt, std::span<const uint8_t> frame, uint32_t wire_length
   }
   while (is_vlan_ethertype(ethertype)) {
     if (n < off + 4) return malformed(out, "truncated VLAN tag");
-    ethertype = rd16(p + off + 2);
+    ethertype = load_be16(p + off + 2);
     off += 4;
   }
   decode_ip(ethertype, p + off, n - off, cut, out);

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "dissector/wire/wire.hpp"
 #include "recorder/packet.hpp"
 
 namespace kwire {
@@ -35,10 +36,6 @@ void put16le(std::vector<uint8_t>& b, uint16_t v) {
   b.push_back(static_cast<uint8_t>(v >> 8));
 }
 void put(std::vector<uint8_t>& b, std::span<const uint8_t> bytes) { b.insert(b.end(), bytes.begin(), bytes.end()); }
-void set16(std::vector<uint8_t>& b, size_t at, uint16_t v) {
-  b[at] = static_cast<uint8_t>(v >> 8);
-  b[at + 1] = static_cast<uint8_t>(v);
-}
 
 // Internet checksum arithmetic.
 uint32_t sum16(const uint8_t* p, size_t n, uint32_t acc = 0) {
@@ -283,7 +280,7 @@ void SyntheticCapture::send_fragmented(uint32_t id, StreamSide side, std::span<c
       put16(frame_, 0);
       put(frame_, addr_of(src));
       put(frame_, addr_of(dst));
-      set16(frame_, at + 10, fold(sum16(frame_.data() + at, 20)));
+      wire::store_be16(frame_.data() + at + 10, fold(sum16(frame_.data() + at, 20)));
     } else {
       put32(frame_, 0x60000000);
       put16(frame_, static_cast<uint16_t>(8 + chunk.size()));
@@ -412,18 +409,18 @@ void SyntheticCapture::finish_ip(size_t ip, size_t l4, uint8_t proto) {
   const size_t l4_len = frame_.size() - l4;
   uint32_t pseudo = 0;
   if (frame_[ip] >> 4 == 4) {
-    set16(frame_, ip + 2, static_cast<uint16_t>(frame_.size() - ip));
-    set16(frame_, ip + 10, fold(sum16(frame_.data() + ip, (frame_[ip] & 0x0Fu) * 4u)));
+    wire::store_be16(frame_.data() + ip + 2, static_cast<uint16_t>(frame_.size() - ip));
+    wire::store_be16(frame_.data() + ip + 10, fold(sum16(frame_.data() + ip, (frame_[ip] & 0x0Fu) * 4u)));
     pseudo = sum16(frame_.data() + ip + 12, 8) + proto + static_cast<uint32_t>(l4_len);
   } else {
-    set16(frame_, ip + 4, static_cast<uint16_t>(frame_.size() - ip - 40));
+    wire::store_be16(frame_.data() + ip + 4, static_cast<uint16_t>(frame_.size() - ip - 40));
     pseudo = sum16(frame_.data() + ip + 8, 32) + proto + static_cast<uint32_t>(l4_len >> 16) +
              static_cast<uint32_t>(l4_len & 0xFFFF);
   }
   const size_t csum_at = l4 + (proto == kProtoTcp ? 16 : 6);
   uint16_t csum = fold(sum16(frame_.data() + l4, l4_len, pseudo));
   if (proto == kProtoUdp && csum == 0) csum = 0xFFFF;
-  set16(frame_, csum_at, csum);
+  wire::store_be16(frame_.data() + csum_at, csum);
 }
 
 void SyntheticCapture::tcp_header(const Endpoint& src, const Endpoint& dst, uint32_t seq, uint32_t ack,

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "dissector/wire/wire.hpp"
+
 namespace kwire {
 namespace {
 
@@ -23,12 +25,8 @@ Bytes concat(std::initializer_list<Bytes> parts) {
   for (const Bytes& p : parts) out.insert(out.end(), p.begin(), p.end());
   return out;
 }
-uint32_t get32(const Bytes& b, size_t at) {
-  return uint32_t(b[at]) << 24 | uint32_t(b[at + 1]) << 16 | uint32_t(b[at + 2]) << 8 | b[at + 3];
-}
-void set32(Bytes& b, size_t at, uint32_t v) {
-  for (int i = 0; i < 4; ++i) b[at + i] = uint8_t(v >> (24 - 8 * i));
-}
+uint32_t get32(const Bytes& b, size_t at) { return wire::load_be32(b.data() + at); }
+void set32(Bytes& b, size_t at, uint32_t v) { wire::store_be32(b.data() + at, v); }
 
 // Makes a v2 batch at `pos` consistent again after a test edited it.
 void fix_batch(Bytes& b, size_t pos = 0) {

@@ -15,6 +15,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "dissector/wire/wire.hpp"
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <nmmintrin.h>
 #define KWIRE_CRC32C_SSE42 1
@@ -177,93 +179,12 @@ uint32_t xxh32(std::span<const uint8_t> data, uint32_t seed) {
 
 namespace {
 
-inline uint16_t be16(const uint8_t* p) { return uint16_t(p[0] << 8 | p[1]); }
-inline uint32_t be32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return std::endian::native == std::endian::little ? __builtin_bswap32(v) : v;
-}
-inline uint64_t be64(const uint8_t* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  return std::endian::native == std::endian::little ? __builtin_bswap64(v) : v;
-}
-
-enum class VarStatus : uint8_t { Ok, Truncated, Overlong };
-
-inline int32_t unzigzag(uint32_t v) { return static_cast<int32_t>((v >> 1) ^ (0u - (v & 1))); }
-inline int64_t unzigzag(uint64_t v) { return static_cast<int64_t>((v >> 1) ^ (0ull - (v & 1))); }
-
-// Zig-zag varints as Kafka's ByteUtils reads them: a varint has at most 5
-// bytes, a varlong at most 10; a longer run of continuation bits is rejected.
-// Bits past 32 (64) in the last byte are dropped, as Kafka does. `p` only
-// moves on success.
-[[gnu::noinline]] VarStatus read_varint_slow(const uint8_t*& p, const uint8_t* end, int32_t& out) {
-  uint32_t v = 0;
-  const uint8_t* q = p;
-  for (int shift = 0; shift < 35; shift += 7) {
-    if (q == end) return VarStatus::Truncated;
-    uint8_t b = *q++;
-    v |= uint32_t(b & 0x7f) << shift;
-    if (!(b & 0x80)) {
-      p = q;
-      out = unzigzag(v);
-      return VarStatus::Ok;
-    }
-  }
-  return VarStatus::Overlong;
-}
-
-// Inline for the common one- and two-byte forms (values -8192..8191).
-[[gnu::always_inline]] inline VarStatus read_varint(const uint8_t*& p, const uint8_t* end, int32_t& out) {
-  if (p < end) [[likely]] {
-    uint32_t b0 = p[0];
-    if (!(b0 & 0x80)) [[likely]] {
-      p += 1;
-      out = unzigzag(b0);
-      return VarStatus::Ok;
-    }
-    if (end - p >= 2 && !(p[1] & 0x80)) {
-      out = unzigzag((b0 & 0x7f) | uint32_t(p[1]) << 7);
-      p += 2;
-      return VarStatus::Ok;
-    }
-  }
-  return read_varint_slow(p, end, out);
-}
-
-[[gnu::noinline]] VarStatus read_varlong_slow(const uint8_t*& p, const uint8_t* end, int64_t& out) {
-  uint64_t v = 0;
-  const uint8_t* q = p;
-  for (int shift = 0; shift < 70; shift += 7) {
-    if (q == end) return VarStatus::Truncated;
-    uint8_t b = *q++;
-    v |= uint64_t(b & 0x7f) << shift;
-    if (!(b & 0x80)) {
-      p = q;
-      out = unzigzag(v);
-      return VarStatus::Ok;
-    }
-  }
-  return VarStatus::Overlong;
-}
-
-[[gnu::always_inline]] inline VarStatus read_varlong(const uint8_t*& p, const uint8_t* end, int64_t& out) {
-  if (p < end) [[likely]] {
-    uint64_t b0 = p[0];
-    if (!(b0 & 0x80)) [[likely]] {
-      p += 1;
-      out = unzigzag(b0);
-      return VarStatus::Ok;
-    }
-    if (end - p >= 2 && !(p[1] & 0x80)) {
-      out = unzigzag((b0 & 0x7f) | uint64_t(p[1]) << 7);
-      p += 2;
-      return VarStatus::Ok;
-    }
-  }
-  return read_varlong_slow(p, end, out);
-}
+using wire::load_be16;
+using wire::load_be32;
+using wire::load_be64;
+using wire::read_record_varint;
+using wire::read_record_varlong;
+using wire::VarintStatus;
 
 [[gnu::format(printf, 1, 2)]] std::string fmt(const char* f, ...) {
   char buf[256];
@@ -274,8 +195,8 @@ inline int64_t unzigzag(uint64_t v) { return static_cast<int64_t>((v >> 1) ^ (0u
   return std::string(buf, static_cast<size_t>(std::clamp(n, 0, int(sizeof buf) - 1)));
 }
 
-std::string varint_error(VarStatus st, const char* what, int max_bytes) {
-  if (st == VarStatus::Overlong) return fmt("%s: overlong varint (more than %d bytes)", what, max_bytes);
+std::string varint_error(VarintStatus st, const char* what, int max_bytes) {
+  if (st == VarintStatus::Overlong) return fmt("%s: overlong varint (more than %d bytes)", what, max_bytes);
   return fmt("%s: varint runs past the end", what);
 }
 
@@ -376,7 +297,7 @@ std::string unsnappy(std::span<const uint8_t> in, ScratchBuffer& out, size_t lim
     size_t pos = 16;
     while (pos < in.size()) {
       if (in.size() - pos < 4) return fmt("corrupt snappy data: truncated xerial block length at %zu", pos);
-      uint32_t blen = be32(in.data() + pos);
+      uint32_t blen = load_be32(in.data() + pos);
       pos += 4;
       if (blen > in.size() - pos)
         return fmt("corrupt snappy data: xerial block of %u bytes at %zu runs past the end", blen, pos - 4);
@@ -604,7 +525,7 @@ bool RecordsDecoder::set(const Place& pl, uint32_t parent, int depth, uint32_t* 
   while (pos < pl.size) {
     size_t left = pl.size - pos;
     const uint8_t* p = pl.data + pos;
-    int32_t size = left >= kLogOverhead ? static_cast<int32_t>(be32(p + 8)) : 0;
+    int32_t size = left >= kLogOverhead ? static_cast<int32_t>(load_be32(p + 8)) : 0;
     int magic = left > 16 ? p[16] : -1;
     if (left >= kLogOverhead) {
       if (magic > 2) {
@@ -676,24 +597,24 @@ bool RecordsDecoder::inflate(int codec, std::span<const uint8_t> in, bool lz4_fi
 bool RecordsDecoder::batch(const Place& pl, size_t pos, uint32_t parent) {
   const uint8_t* b = pl.data + pos;
   const uint8_t fl = pl.inner;
-  const size_t total = kLogOverhead + be32(b + 8);
+  const size_t total = kLogOverhead + load_be32(b + 8);
   const uint32_t o = pl.at(pos);
   const uint32_t node = f_.open(kDescRecordBatch, WireType::Struct, parent, o, fl);
-  const int16_t attributes = static_cast<int16_t>(be16(b + 21));
-  const int32_t count = static_cast<int32_t>(be32(b + 57));
-  const uint32_t stored_crc = be32(b + 17);
-  int_leaf(kDescBaseOffset, WireType::Int64, node, o, 8, fl, static_cast<int64_t>(be64(b)));
-  int_leaf(kDescBatchLength, WireType::Int32, node, o + 8, 4, fl, static_cast<int32_t>(be32(b + 8)));
-  int_leaf(kDescPartitionLeaderEpoch, WireType::Int32, node, o + 12, 4, fl, static_cast<int32_t>(be32(b + 12)));
+  const int16_t attributes = static_cast<int16_t>(load_be16(b + 21));
+  const int32_t count = static_cast<int32_t>(load_be32(b + 57));
+  const uint32_t stored_crc = load_be32(b + 17);
+  int_leaf(kDescBaseOffset, WireType::Int64, node, o, 8, fl, static_cast<int64_t>(load_be64(b)));
+  int_leaf(kDescBatchLength, WireType::Int32, node, o + 8, 4, fl, static_cast<int32_t>(load_be32(b + 8)));
+  int_leaf(kDescPartitionLeaderEpoch, WireType::Int32, node, o + 12, 4, fl, static_cast<int32_t>(load_be32(b + 12)));
   int_leaf(kDescMagic, WireType::Int8, node, o + 16, 1, fl, static_cast<int8_t>(b[16]));
   f_.nodes[leaf(kDescCrc, WireType::Uint32, node, o + 17, 4, fl)].v.u = stored_crc;
   int_leaf(kDescAttributes, WireType::Int16, node, o + 21, 2, fl, attributes);
-  int_leaf(kDescLastOffsetDelta, WireType::Int32, node, o + 23, 4, fl, static_cast<int32_t>(be32(b + 23)));
-  int_leaf(kDescBaseTimestamp, WireType::Int64, node, o + 27, 8, fl, static_cast<int64_t>(be64(b + 27)));
-  int_leaf(kDescMaxTimestamp, WireType::Int64, node, o + 35, 8, fl, static_cast<int64_t>(be64(b + 35)));
-  int_leaf(kDescProducerId, WireType::Int64, node, o + 43, 8, fl, static_cast<int64_t>(be64(b + 43)));
-  int_leaf(kDescProducerEpoch, WireType::Int16, node, o + 51, 2, fl, static_cast<int16_t>(be16(b + 51)));
-  int_leaf(kDescBaseSequence, WireType::Int32, node, o + 53, 4, fl, static_cast<int32_t>(be32(b + 53)));
+  int_leaf(kDescLastOffsetDelta, WireType::Int32, node, o + 23, 4, fl, static_cast<int32_t>(load_be32(b + 23)));
+  int_leaf(kDescBaseTimestamp, WireType::Int64, node, o + 27, 8, fl, static_cast<int64_t>(load_be64(b + 27)));
+  int_leaf(kDescMaxTimestamp, WireType::Int64, node, o + 35, 8, fl, static_cast<int64_t>(load_be64(b + 35)));
+  int_leaf(kDescProducerId, WireType::Int64, node, o + 43, 8, fl, static_cast<int64_t>(load_be64(b + 43)));
+  int_leaf(kDescProducerEpoch, WireType::Int16, node, o + 51, 2, fl, static_cast<int16_t>(load_be16(b + 51)));
+  int_leaf(kDescBaseSequence, WireType::Int32, node, o + 53, 4, fl, static_cast<int32_t>(load_be32(b + 53)));
   int_leaf(kDescRecordCount, WireType::Int32, node, o + 57, 4, fl, count);
 
   const uint32_t end = pl.at(pos + total);
@@ -774,28 +695,28 @@ bool RecordsDecoder::record_fast(const Place& rp, const uint8_t*& pp, uint32_t a
   const uint8_t* const start = pp;
   const uint8_t* p = start;
   int32_t len;
-  if (read_varint(p, rp.data + rp.size, len) != VarStatus::Ok || len < 6 || len > rp.data + rp.size - p) return false;
+  if (read_record_varint(p, rp.data + rp.size, len) != VarintStatus::Ok || len < 6 || len > rp.data + rp.size - p) return false;
   const uint8_t* const attributes = p;
   const uint8_t* const end = p + len;
   ++p;
   const uint8_t* const ts_at = p;
   int64_t ts_delta;
-  if (read_varlong(p, end, ts_delta) != VarStatus::Ok) return false;
+  if (read_record_varlong(p, end, ts_delta) != VarintStatus::Ok) return false;
   const uint8_t* const od_at = p;
   int32_t offset_delta;
-  if (read_varint(p, end, offset_delta) != VarStatus::Ok) return false;
+  if (read_record_varint(p, end, offset_delta) != VarintStatus::Ok) return false;
   const uint8_t* kv_at[2];
   const uint8_t* kv_data[2];
   int32_t kv_len[2];
   for (int k = 0; k < 2; ++k) {
     kv_at[k] = p;
-    if (read_varint(p, end, kv_len[k]) != VarStatus::Ok || kv_len[k] < -1 || kv_len[k] > end - p) return false;
+    if (read_record_varint(p, end, kv_len[k]) != VarintStatus::Ok || kv_len[k] < -1 || kv_len[k] > end - p) return false;
     kv_data[k] = p;
     if (kv_len[k] > 0) p += kv_len[k];
   }
   const uint8_t* const hc_at = p;
   int32_t header_count;
-  if (read_varint(p, end, header_count) != VarStatus::Ok || header_count < 0 || header_count > (end - p) / 2)
+  if (read_record_varint(p, end, header_count) != VarintStatus::Ok || header_count < 0 || header_count > (end - p) / 2)
     return false;
 
   const uint8_t fl = rp.inner;
@@ -840,11 +761,11 @@ bool RecordsDecoder::record_fast(const Place& rp, const uint8_t*& pp, uint32_t a
     Node* x = n + 8 + 3 * h;
     const uint8_t* const header = p;
     int32_t m;
-    if (read_varint(p, end, m) != VarStatus::Ok || m < 0 || m > end - p) break;
+    if (read_record_varint(p, end, m) != VarintStatus::Ok || m < 0 || m > end - p) break;
     bytes(x[1], kDescHeaderKey, WireType::VarString, rec + 8 + 3 * h, header, p, m);
     p += m;
     const uint8_t* const value = p;
-    if (read_varint(p, end, m) != VarStatus::Ok || m < -1 || m > end - p) break;
+    if (read_record_varint(p, end, m) != VarintStatus::Ok || m < -1 || m > end - p) break;
     bytes(x[2], kDescHeaderValue, WireType::VarBytes, rec + 8 + 3 * h, value, p, m);
     if (m > 0) p += m;
     set(x[0], kDescHeader, WireType::Struct, rec + 7, header, static_cast<uint32_t>(p - header), fl | kElement);
@@ -880,9 +801,9 @@ bool RecordsDecoder::record(const Place& rp, const uint8_t*& p, uint32_t array, 
     return false;
   };
   const uint8_t* q = p;
-  VarStatus st;
+  VarintStatus st;
   int32_t len;
-  if ((st = read_varint(p, end, len)) != VarStatus::Ok) return fail(q, varint_error(st, "record length", 5));
+  if ((st = read_record_varint(p, end, len)) != VarintStatus::Ok) return fail(q, varint_error(st, "record length", 5));
   int_leaf(kDescRecordLength, WireType::Varint, rec, rp.at(q), uint32_t(p - q), fl, len);
   if (len < 0 || len > end - p) return fail(q, fmt("record length %d does not fit the %td bytes left", len, end - p));
   end = p + len;  // the fields must fill the record exactly
@@ -893,12 +814,12 @@ bool RecordsDecoder::record(const Place& rp, const uint8_t*& p, uint32_t array, 
   ++p;
   q = p;
   int64_t ts_delta;
-  if ((st = read_varlong(p, end, ts_delta)) != VarStatus::Ok)
+  if ((st = read_record_varlong(p, end, ts_delta)) != VarintStatus::Ok)
     return fail(q, varint_error(st, "timestamp delta", 10));
   int_leaf(kDescTimestampDelta, WireType::Varlong, rec, rp.at(q), uint32_t(p - q), fl, ts_delta);
   q = p;
   int32_t offset_delta;
-  if ((st = read_varint(p, end, offset_delta)) != VarStatus::Ok)
+  if ((st = read_record_varint(p, end, offset_delta)) != VarintStatus::Ok)
     return fail(q, varint_error(st, "offset delta", 5));
   int_leaf(kDescOffsetDelta, WireType::Varint, rec, rp.at(q), uint32_t(p - q), fl, offset_delta);
 
@@ -907,7 +828,7 @@ bool RecordsDecoder::record(const Place& rp, const uint8_t*& p, uint32_t array, 
     const char* what = desc == kDescKey ? "key length" : "value length";
     q = p;
     int32_t n;
-    if ((st = read_varint(p, end, n)) != VarStatus::Ok) return fail(q, varint_error(st, what, 5));
+    if ((st = read_record_varint(p, end, n)) != VarintStatus::Ok) return fail(q, varint_error(st, what, 5));
     if (n < -1 || n > end - p) return fail(q, fmt("%s %d does not fit the %td bytes left in the record", what, n, end - p));
     bytes_leaf(desc, WireType::VarBytes, rec, rp.at(q), uint32_t(p - q), p, n, fl);
     if (n > 0) p += n;
@@ -915,7 +836,7 @@ bool RecordsDecoder::record(const Place& rp, const uint8_t*& p, uint32_t array, 
 
   q = p;
   int32_t header_count;
-  if ((st = read_varint(p, end, header_count)) != VarStatus::Ok)
+  if ((st = read_record_varint(p, end, header_count)) != VarintStatus::Ok)
     return fail(q, varint_error(st, "header count", 5));
   if (header_count < 0) return fail(q, fmt("negative header count %d", header_count));
   headers = f_.open(kDescHeadersArray, WireType::Array, rec, rp.at(q), fl);
@@ -926,13 +847,13 @@ bool RecordsDecoder::record(const Place& rp, const uint8_t*& p, uint32_t array, 
     ++headers_seen;
     q = p;
     int32_t n;
-    if ((st = read_varint(p, end, n)) != VarStatus::Ok) return fail(q, varint_error(st, "header key length", 5));
+    if ((st = read_record_varint(p, end, n)) != VarintStatus::Ok) return fail(q, varint_error(st, "header key length", 5));
     if (n < 0 || n > end - p)
       return fail(q, fmt("header key length %d does not fit the %td bytes left in the record", n, end - p));
     bytes_leaf(kDescHeaderKey, WireType::VarString, header, rp.at(q), uint32_t(p - q), p, n, fl);
     p += n;
     q = p;
-    if ((st = read_varint(p, end, n)) != VarStatus::Ok) return fail(q, varint_error(st, "header value length", 5));
+    if ((st = read_record_varint(p, end, n)) != VarintStatus::Ok) return fail(q, varint_error(st, "header value length", 5));
     if (n < -1 || n > end - p)
       return fail(q, fmt("header value length %d does not fit the %td bytes left in the record", n, end - p));
     bytes_leaf(kDescHeaderValue, WireType::VarBytes, header, rp.at(q), uint32_t(p - q), p, n, fl);
@@ -950,7 +871,7 @@ bool RecordsDecoder::record(const Place& rp, const uint8_t*& p, uint32_t array, 
 bool RecordsDecoder::legacy(const Place& pl, size_t pos, uint32_t parent, int depth, uint8_t element) {
   const uint8_t* b = pl.data + pos;
   const uint8_t fl = pl.inner;
-  const int32_t size = static_cast<int32_t>(be32(b + 8));
+  const int32_t size = static_cast<int32_t>(load_be32(b + 8));
   const size_t total = kLogOverhead + static_cast<size_t>(size);
   const int magic = b[16];
   const uint8_t attributes = b[17];
@@ -962,15 +883,15 @@ bool RecordsDecoder::legacy(const Place& pl, size_t pos, uint32_t parent, int de
     f_.close(node, end);
     return false;
   };
-  const uint32_t stored_crc = be32(b + 12);
-  int_leaf(kDescLegacyOffset, WireType::Int64, node, o, 8, fl, static_cast<int64_t>(be64(b)));
+  const uint32_t stored_crc = load_be32(b + 12);
+  int_leaf(kDescLegacyOffset, WireType::Int64, node, o, 8, fl, static_cast<int64_t>(load_be64(b)));
   int_leaf(kDescLegacySize, WireType::Int32, node, o + 8, 4, fl, size);
   f_.nodes[leaf(kDescLegacyCrc, WireType::Uint32, node, o + 12, 4, fl)].v.u = stored_crc;
   int_leaf(kDescLegacyMagic, WireType::Int8, node, o + 16, 1, fl, magic);
   int_leaf(kDescLegacyAttributes, WireType::Int8, node, o + 17, 1, fl, static_cast<int8_t>(attributes));
   size_t q = 18;  // set() checked the size covers the fixed fields of this magic
   if (magic == 1) {
-    int_leaf(kDescLegacyTimestamp, WireType::Int64, node, o + 18, 8, fl, static_cast<int64_t>(be64(b + 18)));
+    int_leaf(kDescLegacyTimestamp, WireType::Int64, node, o + 18, 8, fl, static_cast<int64_t>(load_be64(b + 18)));
     q = 26;
   }
   const uint8_t* value = nullptr;
@@ -978,7 +899,7 @@ bool RecordsDecoder::legacy(const Place& pl, size_t pos, uint32_t parent, int de
   for (uint32_t desc : {uint32_t{kDescLegacyKey}, uint32_t{kDescLegacyValue}}) {
     const char* what = desc == kDescLegacyKey ? "key length" : "value length";
     if (total - q < 4) return fail(pos + q, fmt("size %d leaves no room for the %s", size, what));
-    int32_t n = static_cast<int32_t>(be32(b + q));
+    int32_t n = static_cast<int32_t>(load_be32(b + q));
     if (n < -1 || static_cast<int64_t>(n) > static_cast<int64_t>(total - q - 4))
       return fail(pos + q, fmt("%s %d does not fit the %zu bytes left in the message", what, n, total - q - 4));
     bytes_leaf(desc, WireType::Bytes, node, o + static_cast<uint32_t>(q), 4, b + q + 4, n, fl);
@@ -1036,37 +957,14 @@ void decode_records(Frame& f, uint32_t parent, std::span<const uint8_t> data, ui
 
 namespace {
 
-void put8(std::vector<uint8_t>& o, uint8_t v) { o.push_back(v); }
-void put16(std::vector<uint8_t>& o, uint16_t v) {
-  o.push_back(uint8_t(v >> 8));
-  o.push_back(uint8_t(v));
-}
-void put32(std::vector<uint8_t>& o, uint32_t v) {
-  for (int s = 24; s >= 0; s -= 8) o.push_back(uint8_t(v >> s));
-}
-void put64(std::vector<uint8_t>& o, uint64_t v) {
-  for (int s = 56; s >= 0; s -= 8) o.push_back(uint8_t(v >> s));
-}
-void set32(std::vector<uint8_t>& o, size_t at, uint32_t v) {
-  for (size_t i = 0; i < 4; ++i) o[at + i] = uint8_t(v >> (24 - 8 * i));
-}
-void put_uvarint(std::vector<uint8_t>& o, uint64_t v) {
-  while (v >= 0x80) {
-    o.push_back(uint8_t(v | 0x80));
-    v >>= 7;
-  }
-  o.push_back(uint8_t(v));
-}
-void put_varint(std::vector<uint8_t>& o, int64_t v) {
-  put_uvarint(o, (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63));
-}
-void put_var_bytes(std::vector<uint8_t>& o, const std::optional<std::string>& s) {
+// A record's key, value or header: zig-zag varint length (-1: null), bytes.
+void put_var_bytes(wire::Writer& w, const std::optional<std::string>& s) {
   if (!s) {
-    put_varint(o, -1);
+    w.varint(-1);
     return;
   }
-  put_varint(o, static_cast<int64_t>(s->size()));
-  o.insert(o.end(), s->begin(), s->end());
+  w.varint(static_cast<int64_t>(s->size()));
+  w.raw(s->data(), s->size());
 }
 
 std::vector<uint8_t> gzip(std::span<const uint8_t> in) {
@@ -1102,14 +1000,15 @@ std::vector<uint8_t> snappy(std::span<const uint8_t> in, bool xerial) {
     return out;
   }
   out.assign(std::begin(kXerialMagic), std::end(kXerialMagic));
-  put32(out, 1);  // version
-  put32(out, 1);  // compatible version
+  wire::Writer w(out);
+  w.be32(1);  // version
+  w.be32(1);  // compatible version
   constexpr size_t kBlock = 32 << 10;  // snappy-java's default block size
   for (size_t pos = 0; pos < in.size(); pos += kBlock) {
     size_t len_at = out.size();
-    put32(out, 0);
+    w.be32(0);
     snappy_block(in.subspan(pos, std::min(kBlock, in.size() - pos)), out);
-    set32(out, len_at, static_cast<uint32_t>(out.size() - len_at - 4));
+    wire::store_be32(out.data() + len_at, static_cast<uint32_t>(out.size() - len_at - 4));
   }
   return out;
 }
@@ -1157,18 +1056,19 @@ std::vector<uint8_t> compress(Codec codec, std::span<const uint8_t> in, bool xer
 std::vector<uint8_t> legacy_message(int magic, int64_t offset, int64_t timestamp, uint8_t attributes,
                                     const uint8_t* key, int32_t key_len, const uint8_t* value, int32_t value_len) {
   std::vector<uint8_t> o;
-  put64(o, static_cast<uint64_t>(offset));
-  put32(o, 0);  // size
-  put32(o, 0);  // crc
-  put8(o, static_cast<uint8_t>(magic));
-  put8(o, attributes);
-  if (magic == 1) put64(o, static_cast<uint64_t>(timestamp));
-  put32(o, static_cast<uint32_t>(key_len));
-  if (key_len > 0) o.insert(o.end(), key, key + key_len);
-  put32(o, static_cast<uint32_t>(value_len));
-  if (value_len > 0) o.insert(o.end(), value, value + value_len);
-  set32(o, 8, static_cast<uint32_t>(o.size() - kLogOverhead));
-  set32(o, 12, static_cast<uint32_t>(::crc32(0, o.data() + 16, static_cast<uInt>(o.size() - 16))));
+  wire::Writer w(o);
+  w.be64(static_cast<uint64_t>(offset));
+  w.be32(0);  // size
+  w.be32(0);  // crc
+  w.u8(static_cast<uint8_t>(magic));
+  w.u8(attributes);
+  if (magic == 1) w.be64(static_cast<uint64_t>(timestamp));
+  w.be32(static_cast<uint32_t>(key_len));
+  if (key_len > 0) w.raw(key, static_cast<size_t>(key_len));
+  w.be32(static_cast<uint32_t>(value_len));
+  if (value_len > 0) w.raw(value, static_cast<size_t>(value_len));
+  wire::store_be32(o.data() + 8, static_cast<uint32_t>(o.size() - kLogOverhead));
+  wire::store_be32(o.data() + 12, static_cast<uint32_t>(::crc32(0, o.data() + 16, static_cast<uInt>(o.size() - 16))));
   return o;
 }
 
@@ -1181,23 +1081,24 @@ int32_t length_of(const std::optional<std::string>& s) { return s ? static_cast<
 
 std::vector<uint8_t> encode_record_batch(const BatchSpec& b) {
   std::vector<uint8_t> body, rec;
+  wire::Writer bw(body), rw(rec);
   int64_t max_delta = 0;
   for (size_t i = 0; i < b.records.size(); ++i) {
     const RecordSpec& r = b.records[i];
     max_delta = std::max(max_delta, r.timestamp_delta);
     rec.clear();
-    put8(rec, 0);  // attributes
-    put_varint(rec, r.timestamp_delta);
-    put_varint(rec, static_cast<int64_t>(i));  // offset delta
-    put_var_bytes(rec, r.key);
-    put_var_bytes(rec, r.value);
-    put_varint(rec, static_cast<int64_t>(r.headers.size()));
+    rw.u8(0);  // attributes
+    rw.varint(r.timestamp_delta);
+    rw.varint(static_cast<int64_t>(i));  // offset delta
+    put_var_bytes(rw, r.key);
+    put_var_bytes(rw, r.value);
+    rw.varint(static_cast<int64_t>(r.headers.size()));
     for (const RecordHeaderSpec& h : r.headers) {
-      put_var_bytes(rec, h.key);
-      put_var_bytes(rec, h.value);
+      put_var_bytes(rw, h.key);
+      put_var_bytes(rw, h.value);
     }
-    put_varint(body, static_cast<int64_t>(rec.size()));
-    body.insert(body.end(), rec.begin(), rec.end());
+    bw.varint(static_cast<int64_t>(rec.size()));
+    bw.raw(rec.data(), rec.size());
   }
   std::vector<uint8_t> payload = compress(b.codec, body, b.snappy_xerial, b.frame_content_size, false);
   uint16_t attributes = static_cast<uint16_t>(static_cast<uint16_t>(b.codec) | (b.transactional ? 0x10 : 0) |
@@ -1205,22 +1106,23 @@ std::vector<uint8_t> encode_record_batch(const BatchSpec& b) {
   int32_t count = static_cast<int32_t>(b.records.size());
   std::vector<uint8_t> o;
   o.reserve(kBatchHeader + payload.size());
-  put64(o, static_cast<uint64_t>(b.base_offset));
-  put32(o, 0);  // batch length
-  put32(o, static_cast<uint32_t>(b.partition_leader_epoch));
-  put8(o, 2);
-  put32(o, 0);  // crc
-  put16(o, attributes);
-  put32(o, static_cast<uint32_t>(count > 0 ? count - 1 : 0));
-  put64(o, static_cast<uint64_t>(b.base_timestamp));
-  put64(o, static_cast<uint64_t>(b.base_timestamp + max_delta));
-  put64(o, static_cast<uint64_t>(b.producer_id));
-  put16(o, static_cast<uint16_t>(b.producer_epoch));
-  put32(o, static_cast<uint32_t>(b.base_sequence));
-  put32(o, static_cast<uint32_t>(count));
-  o.insert(o.end(), payload.begin(), payload.end());
-  set32(o, 8, static_cast<uint32_t>(o.size() - kLogOverhead));
-  set32(o, 17, crc32c({o.data() + 21, o.size() - 21}));
+  wire::Writer w(o);
+  w.be64(static_cast<uint64_t>(b.base_offset));
+  w.be32(0);  // batch length
+  w.be32(static_cast<uint32_t>(b.partition_leader_epoch));
+  w.u8(2);
+  w.be32(0);  // crc
+  w.be16(attributes);
+  w.be32(static_cast<uint32_t>(count > 0 ? count - 1 : 0));
+  w.be64(static_cast<uint64_t>(b.base_timestamp));
+  w.be64(static_cast<uint64_t>(b.base_timestamp + max_delta));
+  w.be64(static_cast<uint64_t>(b.producer_id));
+  w.be16(static_cast<uint16_t>(b.producer_epoch));
+  w.be32(static_cast<uint32_t>(b.base_sequence));
+  w.be32(static_cast<uint32_t>(count));
+  w.raw(payload.data(), payload.size());
+  wire::store_be32(o.data() + 8, static_cast<uint32_t>(o.size() - kLogOverhead));
+  wire::store_be32(o.data() + 17, crc32c({o.data() + 21, o.size() - 21}));
   return o;
 }
 

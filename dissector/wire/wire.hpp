@@ -18,19 +18,31 @@ inline uint32_t load_be32(const uint8_t* p) {
 }
 inline uint64_t load_be64(const uint8_t* p) { return (uint64_t(load_be32(p)) << 32) | load_be32(p + 4); }
 
+inline void store_be16(uint8_t* p, uint16_t v) {
+  p[0] = uint8_t(v >> 8);
+  p[1] = uint8_t(v);
+}
+inline void store_be32(uint8_t* p, uint32_t v) {
+  store_be16(p, uint16_t(v >> 16));
+  store_be16(p + 2, uint16_t(v));
+}
+
 enum class VarintStatus : uint8_t { Ok, Truncated, Overlong };
 
-// Unsigned LEB128, at most `max_bytes` bytes. The last byte may not carry
-// bits beyond the value's width.
-template <typename T, int MaxBytes>
-inline VarintStatus read_uvarint(const uint8_t*& p, const uint8_t* end, T& out) {
+inline int32_t unzigzag(uint32_t u) { return static_cast<int32_t>((u >> 1) ^ (~(u & 1) + 1)); }
+inline int64_t unzigzag(uint64_t u) { return static_cast<int64_t>((u >> 1) ^ (~(u & 1) + 1)); }
+
+// The general case of read_uvarint, out of line so that its callers keep
+// only the short forms inline.
+template <typename T, int MaxBytes, bool Strict>
+[[gnu::noinline]] VarintStatus read_uvarint_long(const uint8_t*& p, const uint8_t* end, T& out) {
   T value = 0;
   for (int i = 0; i < MaxBytes; ++i) {
     if (p == end) return VarintStatus::Truncated;
     uint8_t b = *p++;
     value |= static_cast<T>(b & 0x7f) << (7 * i);
     if (!(b & 0x80)) {
-      if (i == MaxBytes - 1) {
+      if (Strict && i == MaxBytes - 1) {
         constexpr int used = int(sizeof(T) * 8) - 7 * (MaxBytes - 1);
         if (b >> used) return VarintStatus::Overlong;
       }
@@ -41,23 +53,54 @@ inline VarintStatus read_uvarint(const uint8_t*& p, const uint8_t* end, T& out) 
   return VarintStatus::Overlong;
 }
 
+// Unsigned LEB128, at most `MaxBytes` bytes (5 for 32 bits, 10 for 64).
+// Strict, as Kafka reads the varints of message fields: the last byte may
+// not carry bits beyond the value's width. Not strict, as Kafka's ByteUtils
+// reads the zig-zag varints inside records: those bits are dropped. On
+// failure `p` has moved past the bytes looked at. The one- and two-byte
+// forms (values below 16384: nearly every length, count and delta) are
+// read inline.
+template <typename T, int MaxBytes, bool Strict = true>
+[[gnu::always_inline]] inline VarintStatus read_uvarint(const uint8_t*& p, const uint8_t* end, T& out) {
+  static_assert(MaxBytes >= 3, "the short forms below assume room for more bytes");
+  if (p != end) [[likely]] {
+    uint8_t b0 = p[0];
+    if (!(b0 & 0x80)) [[likely]] {
+      p += 1;
+      out = b0;
+      return VarintStatus::Ok;
+    }
+    if (end - p >= 2 && !(p[1] & 0x80)) {
+      out = static_cast<T>((b0 & 0x7f) | T(p[1]) << 7);
+      p += 2;
+      return VarintStatus::Ok;
+    }
+  }
+  return read_uvarint_long<T, MaxBytes, Strict>(p, end, out);
+}
+
 inline VarintStatus read_uvarint32(const uint8_t*& p, const uint8_t* end, uint32_t& out) {
   return read_uvarint<uint32_t, 5>(p, end, out);
 }
-inline VarintStatus read_uvarint64(const uint8_t*& p, const uint8_t* end, uint64_t& out) {
-  return read_uvarint<uint64_t, 10>(p, end, out);
-}
-inline VarintStatus read_varint32(const uint8_t*& p, const uint8_t* end, int32_t& out) {
-  uint32_t u;
-  auto s = read_uvarint32(p, end, u);
-  out = static_cast<int32_t>((u >> 1) ^ (~(u & 1) + 1));
+// The zig-zag varint (int32) and varlong (int64) of record fields, read as
+// Kafka's ByteUtils.readVarint/readVarlong read them: at most 5 and 10
+// bytes, bits past the width dropped. `p` only moves on success.
+template <typename U, int MaxBytes, typename S>
+[[gnu::always_inline]] inline VarintStatus read_record_zigzag(const uint8_t*& p, const uint8_t* end, S& out) {
+  const uint8_t* q = p;
+  U u = 0;
+  auto s = read_uvarint<U, MaxBytes, false>(q, end, u);
+  if (s == VarintStatus::Ok) {
+    p = q;
+    out = unzigzag(u);
+  }
   return s;
 }
-inline VarintStatus read_varint64(const uint8_t*& p, const uint8_t* end, int64_t& out) {
-  uint64_t u;
-  auto s = read_uvarint64(p, end, u);
-  out = static_cast<int64_t>((u >> 1) ^ (~(u & 1) + 1));
-  return s;
+[[gnu::always_inline]] inline VarintStatus read_record_varint(const uint8_t*& p, const uint8_t* end, int32_t& out) {
+  return read_record_zigzag<uint32_t, 5>(p, end, out);
+}
+[[gnu::always_inline]] inline VarintStatus read_record_varlong(const uint8_t*& p, const uint8_t* end, int64_t& out) {
+  return read_record_zigzag<uint64_t, 10>(p, end, out);
 }
 
 // Appends big-endian and varint encodings.
