@@ -1,5 +1,7 @@
 #pragma once
 
+#include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -10,6 +12,9 @@ namespace kwire::cli {
 // Options every command that decodes understands: --spec-dir DIR, --overlay NAME.
 // Consumes them from args; returns false with a message on error.
 bool apply_spec_options(std::vector<std::string>& args, ProgramSet& ps, std::string& error);
+
+// "9092,9093" into ports; false with a message on a bad list.
+bool parse_ports(const std::string& s, std::set<uint16_t>& ports, std::string& error);
 
 int decode_command(std::vector<std::string> args);
 int specs_command(std::vector<std::string> args);

@@ -26,6 +26,11 @@ class Render : public FrameHandler {
     write_tree(out_, ps_, f, 2);
     write_json(out_, ps_, f, ctx);
   }
+  void on_skip(const FrameContext& ctx, uint64_t length, const std::string& reason) override {
+    out_.clear();
+    append_skip(out_, ctx, length, reason);
+    write_skip_json(out_, ctx, length, reason);
+  }
   void on_capture_error(const PacketMeta&, const std::string& where, const std::string& reason) override {
     out_.clear();
     out_ += where;

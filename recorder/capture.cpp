@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <unistd.h>
 
 #include "recorder/packet.hpp"
 #include "recorder/tcp_reassembler.hpp"
@@ -42,6 +43,8 @@ struct BpfProgram {
   }
 };
 
+}  // namespace
+
 std::string link_type_name(int dlt) {
   std::string out = "link-layer type ";
   if (const char* name = pcap_datalink_val_to_name(dlt)) {
@@ -58,6 +61,8 @@ std::string link_type_name(int dlt) {
   out += ')';
   return out;
 }
+
+namespace {
 
 // An IP datagram that was reported as fragmented; fragments of one datagram
 // usually travel together, so a few recent ones are enough to report each once.
@@ -86,30 +91,73 @@ class FragmentLog {
 
 }  // namespace
 
+struct PacketPipeline::Fragments : FragmentLog {};
+
+PacketPipeline::PacketPipeline(int dlt, const CaptureOptions& opts, StreamSink& sink, CaptureStats& stats)
+    : dlt_(dlt),
+      sink_(sink),
+      stats_(stats),
+      reassembler_(std::make_unique<TcpReassembler>(sink, opts.max_buffered_per_direction)),
+      decoded_(std::make_unique<DecodedPacket>()),
+      fragments_(std::make_unique<Fragments>()),
+      connections_before_(stats.connections) {}
+
+PacketPipeline::~PacketPipeline() = default;
+
+const DecodedPacket& PacketPipeline::add(const uint8_t* data, uint32_t caplen, uint32_t wire_len,
+                                         const PacketMeta& meta) {
+  DecodedPacket& decoded = *decoded_;
+  decode_packet(dlt_, std::span<const uint8_t>(data, caplen), wire_len, decoded);
+  auto report = [&](const std::string& reason) {
+    ++stats_.errors;
+    sink_.on_error(meta, "packet " + std::to_string(meta.number), reason);
+  };
+  switch (decoded.kind) {
+    case PacketKind::Tcp:
+      ++stats_.tcp_packets;
+      reassembler_->add(decoded.tcp, meta);
+      stats_.connections = connections_before_ + reassembler_->connections();
+      break;
+    case PacketKind::Skipped:
+      break;
+    case PacketKind::Fragment:
+      if (fragments_->first(FragmentSeen{decoded.tcp.src, decoded.tcp.dst, decoded.fragment_id})) report(decoded.problem);
+      break;
+    case PacketKind::Malformed:
+      report(decoded.problem);
+      break;
+  }
+  return decoded;
+}
+
+void PacketPipeline::finish() { reassembler_->close_all(); }
+
 constexpr size_t kReadBufferSize = 1 << 20;
 
 bool read_capture_file(const std::string& path, const CaptureOptions& opts, StreamSink& sink,
                        CaptureStats& stats, std::string& error) {
   char errbuf[PCAP_ERRBUF_SIZE] = {};
+  const bool from_stdin = path == "-";
+  const std::string name = from_stdin ? "standard input" : "capture file '" + path + "'";
   // Our own FILE with a 1 MiB buffer: stdio's default (4 KiB) costs a read(2)
   // every few packets. glibc needs the buffer given, not just its size; it
   // must outlive the pcap handle that closes the FILE (declared after it).
   auto file_buffer = std::make_unique<char[]>(kReadBufferSize);
-  FILE* file = std::fopen(path.c_str(), "rb");
+  FILE* file = from_stdin ? fdopen(dup(0), "rb") : std::fopen(path.c_str(), "rb");
   if (!file) {
-    error = "cannot read capture file '" + path + "': " + std::strerror(errno);
+    error = "cannot read " + name + ": " + std::strerror(errno);
     return false;
   }
   std::setvbuf(file, file_buffer.get(), _IOFBF, kReadBufferSize);
   PcapHandle pcap(pcap_fopen_offline_with_tstamp_precision(file, PCAP_TSTAMP_PRECISION_MICRO, errbuf));
   if (!pcap) {
     std::fclose(file);  // pcap owns the FILE only once it opened it
-    error = "cannot read capture file '" + path + "': " + errbuf;
+    error = "cannot read " + name + ": " + errbuf;
     return false;
   }
   const int dlt = pcap_datalink(pcap.get());
   if (!is_supported_link_type(dlt)) {
-    error = "capture file '" + path + "': unsupported " + link_type_name(dlt);
+    error = name + ": unsupported " + link_type_name(dlt);
     return false;
   }
   // The filter is applied here rather than with pcap_setfilter so that packet
@@ -123,16 +171,8 @@ bool read_capture_file(const std::string& path, const CaptureOptions& opts, Stre
     filter.compiled = true;
   }
 
-  TcpReassembler reassembler(sink, opts.max_buffered_per_direction);
-  FragmentLog fragments;
-  DecodedPacket decoded;
+  PacketPipeline pipeline(dlt, opts, sink, stats);
   PacketMeta meta;
-  const uint64_t connections_before = stats.connections;
-  auto report = [&](const PacketMeta& m, const std::string& where, const std::string& reason) {
-    ++stats.errors;
-    sink.on_error(m, where, reason);
-  };
-
   for (;;) {
     pcap_pkthdr* hdr = nullptr;
     const u_char* data = nullptr;
@@ -143,7 +183,9 @@ bool read_capture_file(const std::string& path, const CaptureOptions& opts, Stre
       // A cut or corrupt file: keep what was read, report where it ended.
       PacketMeta at = meta;
       at.number = meta.number + 1;
-      report(at, "packet " + std::to_string(at.number), pcap_geterr(pcap.get()));
+      ++stats.errors;
+      stats.file_damaged = true;
+      sink.on_error(at, "packet " + std::to_string(at.number), pcap_geterr(pcap.get()));
       break;
     }
     meta.number += 1;
@@ -152,27 +194,9 @@ bool read_capture_file(const std::string& path, const CaptureOptions& opts, Stre
     ++stats.packets;
     stats.bytes += hdr->caplen;
     if (filter.compiled && pcap_offline_filter(&filter.prog, hdr, data) == 0) continue;
-
-    decode_packet(dlt, std::span<const uint8_t>(data, hdr->caplen), hdr->len, decoded);
-    switch (decoded.kind) {
-      case PacketKind::Tcp:
-        ++stats.tcp_packets;
-        reassembler.add(decoded.tcp, meta);
-        stats.connections = connections_before + reassembler.connections();
-        break;
-      case PacketKind::Skipped:
-        break;
-      case PacketKind::Fragment:
-        if (fragments.first(FragmentSeen{decoded.tcp.src, decoded.tcp.dst, decoded.fragment_id})) {
-          report(meta, "packet " + std::to_string(meta.number), decoded.problem);
-        }
-        break;
-      case PacketKind::Malformed:
-        report(meta, "packet " + std::to_string(meta.number), decoded.problem);
-        break;
-    }
+    pipeline.add(data, hdr->caplen, hdr->len, meta);
   }
-  reassembler.close_all();
+  pipeline.finish();
   return true;
 }
 

@@ -67,12 +67,47 @@ struct CaptureStats {
   uint64_t bytes = 0;              // captured bytes
   uint64_t errors = 0;
   uint64_t connections = 0;
+  bool file_damaged = false;       // reading stopped at a cut or corrupt record
 };
 
-// Reads a pcap or pcapng file and feeds `sink`. Returns false and fills
-// `error` only when the file cannot be opened at all; problems inside the
+class TcpReassembler;
+struct DecodedPacket;
+
+// Link layer, IP and TCP parsing, then TCP reassembly into `sink`, for one
+// link-layer type: what reading a file and capturing live share.
+class PacketPipeline {
+ public:
+  PacketPipeline(int dlt, const CaptureOptions& opts, StreamSink& sink, CaptureStats& stats);
+  ~PacketPipeline();
+  PacketPipeline(const PacketPipeline&) = delete;
+  PacketPipeline& operator=(const PacketPipeline&) = delete;
+
+  // One captured frame: `caplen` bytes at `data`, `wire_len` on the wire.
+  // Returns what the frame was (a TCP segment is already reassembled).
+  const DecodedPacket& add(const uint8_t* data, uint32_t caplen, uint32_t wire_len, const PacketMeta& meta);
+  // Flushes and closes every connection (end of capture).
+  void finish();
+  TcpReassembler& reassembler() { return *reassembler_; }
+
+ private:
+  int dlt_;
+  StreamSink& sink_;
+  CaptureStats& stats_;
+  std::unique_ptr<TcpReassembler> reassembler_;
+  std::unique_ptr<DecodedPacket> decoded_;
+  struct Fragments;
+  std::unique_ptr<Fragments> fragments_;
+  uint64_t connections_before_;
+};
+
+// "DLT_EN10MB (1, Ethernet)": for messages.
+std::string link_type_name(int dlt);
+
+// Reads a pcap or pcapng file ("-": standard input) and feeds `sink`.
+// Returns false and fills `error` only when the file cannot be opened at all; problems inside the
 // file (cut mid-packet, bad headers) go to sink.on_error and reading stops or
-// continues as appropriate, keeping everything delivered so far.
+// continues as appropriate, keeping everything delivered so far;
+// stats.file_damaged says the file itself ended in a bad record.
 bool read_capture_file(const std::string& path, const CaptureOptions& opts, StreamSink& sink,
                        CaptureStats& stats, std::string& error);
 

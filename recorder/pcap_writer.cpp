@@ -224,6 +224,13 @@ void SyntheticCapture::close(uint32_t id, StreamSide first) {
   tcp(c, first, seq_at(c, first, c.next[f]) + 1, ack_of(c, first), kTcpAck, {});
 }
 
+void SyntheticCapture::fin(uint32_t id, StreamSide side) {
+  Conn& c = conn(id);
+  const size_t s = static_cast<size_t>(side);
+  tcp(c, side, seq_at(c, side, c.next[s]), ack_of(c, side), kTcpFin | kTcpAck, {});
+  c.fin[s] = true;
+}
+
 void SyntheticCapture::reset(uint32_t id, StreamSide from) {
   Conn& c = conn(id);
   tcp(c, from, seq_at(c, from, c.next[static_cast<size_t>(from)]), ack_of(c, from), kTcpRst | kTcpAck, {});

@@ -121,6 +121,8 @@ class SyntheticCapture {
 
   // FIN from `first`, FIN from the other side, final ACK.
   void close(uint32_t conn, StreamSide first = StreamSide::FromClient);
+  // A FIN from `side` alone (a half-close).
+  void fin(uint32_t conn, StreamSide side);
   // RST from `from`.
   void reset(uint32_t conn, StreamSide from);
 

@@ -13,6 +13,10 @@ constexpr int64_t kClosedLingerSec = 60;
 constexpr size_t kMaxClosed = 16384;
 // Spare out-of-order buffers kept for reuse.
 constexpr size_t kMaxPooledBuffers = 1024;
+// Payload this close past a finished stream's end continues it; farther (or
+// before its start) it belongs to a new connection on the same 4-tuple,
+// whose initial sequence number is random.
+constexpr int64_t kSameStreamWindow = 16 << 20;
 
 constexpr size_t index(StreamSide s) { return static_cast<size_t>(s); }
 constexpr StreamSide other(StreamSide s) {
@@ -89,6 +93,24 @@ void TcpReassembler::add(const TcpSegment& s, const PacketMeta& meta) {
     }
     if (!same) close(key, *c);
   }
+  if (c && !syn && !rst && s.payload_length > 0 && (c->closed || finished(*c, s))) {
+    switch (past_end(*c, s)) {
+      case PastEnd::No:
+        break;
+      case PastEnd::Near:
+        // The same stream going on after its FIN or RST: never delivered, so say so.
+        sink_.on_error(meta, "packet " + std::to_string(meta.number),
+                       std::to_string(s.payload_length) + " bytes after the end of TCP connection " +
+                           c->info.client.str() + " - " + c->info.server.str() + " (FIN or RST seen) are not decoded");
+        return;
+      case PastEnd::Far:
+        // Sequence numbers of another stream: the 4-tuple carries a new
+        // connection whose SYN was not captured.
+        if (!c->closed) close(key, *c);
+        open(*c, s, meta);
+        break;
+    }
+  }
   if (c && c->closed && !(syn && !rst)) return;  // late packet of a finished connection
   if (!c || c->closed) {
     // Only a SYN or payload tells which side is the client.
@@ -104,6 +126,7 @@ void TcpReassembler::add(const TcpSegment& s, const PacketMeta& meta) {
     close(key, conn);
     return;
   }
+  if (ack && !syn) acknowledged(conn, other(side), s.ack, meta);
   Direction& d = conn.dir[index(side)];
   uint32_t data_seq = s.seq;
   if (syn) {
@@ -128,6 +151,26 @@ void TcpReassembler::add(const TcpSegment& s, const PacketMeta& meta) {
     this->fin(conn, side, data_seq + s.payload_length);
     if (conn.dir[0].fin && conn.dir[1].fin) close(key, conn);
   }
+}
+
+bool TcpReassembler::finished(const Conn& c, const TcpSegment& s) {
+  const StreamSide side = s.src == c.info.client ? StreamSide::FromClient : StreamSide::FromServer;
+  return c.dir[index(side)].fin;
+}
+
+// Where a segment lies against what its direction delivered up to its FIN
+// (or the RST): inside (a retransmission), just past it (the same stream,
+// wrongly going on), or far from it (another stream's sequence numbers).
+TcpReassembler::PastEnd TcpReassembler::past_end(const Conn& c, const TcpSegment& s) {
+  const StreamSide side = s.src == c.info.client ? StreamSide::FromClient : StreamSide::FromServer;
+  const Direction& d = c.dir[index(side)];
+  if (!d.started) return PastEnd::Far;
+  const int64_t off = offset_of(d.next_off, d.next_seq, s.seq);
+  const int64_t end = off + static_cast<int64_t>(s.payload_length);
+  const int64_t limit = static_cast<int64_t>(d.fin ? d.fin_off : d.next_off) + 1;  // a FIN takes a sequence number
+  if (off >= 0 && end <= limit) return PastEnd::No;
+  if (off >= 0 && off <= limit + kSameStreamWindow) return PastEnd::Near;
+  return PastEnd::Far;
 }
 
 TcpReassembler::Conn& TcpReassembler::open(Conn& slot, const TcpSegment& s, const PacketMeta& meta) {
@@ -229,6 +272,18 @@ void TcpReassembler::release_lowest(Conn& c, StreamSide side, const PacketMeta& 
     return;
   }
   drain(c, side, meta);
+}
+
+// The peer acknowledged the bytes before `ack`: they reached it, so a hole
+// among them will never be captured. Give it up now instead of holding what
+// follows until the buffer fills or the connection ends (and, meanwhile,
+// delivering the answers before the requests).
+void TcpReassembler::acknowledged(Conn& c, StreamSide side, uint32_t ack, const PacketMeta& meta) {
+  Direction& d = c.dir[index(side)];
+  if (!d.started || d.held.empty()) return;
+  const int64_t ack_off = offset_of(d.next_off, d.next_seq, ack);
+  while (!d.held.empty() && d.held.back().off > d.next_off && static_cast<int64_t>(d.held.back().off) <= ack_off)
+    release_lowest(c, side, meta);
 }
 
 void TcpReassembler::hold(Direction& d, uint64_t off, std::span<const uint8_t> data, uint64_t end) {

@@ -75,6 +75,9 @@ class TcpReassembler {
 
   static Key make_key(const Endpoint& a, const Endpoint& b);
   Conn& open(Conn& slot, const TcpSegment& seg, const PacketMeta& meta);
+  static bool finished(const Conn& c, const TcpSegment& s);
+  enum class PastEnd : uint8_t { No, Near, Far };
+  static PastEnd past_end(const Conn& c, const TcpSegment& s);
   void close(const Key& key, Conn& c);
   void start(Direction& d, uint32_t seq);
   void segment(Conn& c, StreamSide side, uint32_t seq, std::span<const uint8_t> captured, uint64_t length,
@@ -85,6 +88,7 @@ class TcpReassembler {
   void gap_to(Conn& c, StreamSide side, uint64_t off, const PacketMeta& meta);
   void drain(Conn& c, StreamSide side, const PacketMeta& meta);
   void release_lowest(Conn& c, StreamSide side, const PacketMeta& meta);
+  void acknowledged(Conn& c, StreamSide side, uint32_t ack, const PacketMeta& meta);
   void flush(Conn& c, StreamSide side, const PacketMeta& meta);
   void hold(Direction& d, uint64_t off, std::span<const uint8_t> data, uint64_t end);
   void expire_closed(const PacketMeta& meta);

@@ -62,8 +62,12 @@ TEST_F(DecodeCli, SummaryLinesAndStats) {
     "     3   0.002000 127.0.0.1:50000 \u2192 127.0.0.1:9092 StreamsGroupHeartbeat v1 Request corr=8 group=orders-app member=m1 epoch=1",
     "     4   0.003000 127.0.0.1:9092 \u2192 127.0.0.1:50000 StreamsGroupHeartbeat v1 Response corr=8 member=m1 epoch=1 error=STREAMS_TOPOLOGY_FENCED",
     "     5   0.004000 127.0.0.1:9092 \u2192 127.0.0.1:50000 Response corr=99 (unmatched: request not captured)",
-    "     6   0.005000 127.0.0.1:50000 \u2192 127.0.0.1:9092 StreamsGroupHeartbeat v1 Request corr=9 [malformed at offset 0: message truncated: size prefix says 60 bytes, the capture has 53]",
-    "stats: frames=6 requests=3 responses=3 unmatched=1 malformed=1",
+    // Cut by the end of the capture: decoded as far as it goes.
+    "     6   0.005000 127.0.0.1:50000 \u2192 127.0.0.1:9092 StreamsGroupHeartbeat v1 Request corr=9 group=orders-app member=m1 epoch=1 "
+    "[malformed at offset 0: message truncated: size prefix says 60 bytes, the capture has 53 (the capture ends here)] "
+    "[malformed at offset 57: ProcessId: length varint runs past the end]",
+    "stats: frames=6 requests=3 responses=3 unmatched=1 malformed=1 resyncs=0 skipped_bytes=0 lost_bytes=0 "
+    "unanswered=0 not_kafka=0 sasl_tokens=0 capture_errors=0",
   };
   ASSERT_EQ(got.size(), want.size()) << r.out;
   for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(got[i], want[i]) << "line " << i + 1;
@@ -99,8 +103,9 @@ TEST_F(DecodeCli, JsonLines) {
 
   auto cut = nlohmann::json::parse(got[5]);
   EXPECT_EQ(cut["error"]["offset"], 0);
-  EXPECT_EQ(cut["error"]["reason"], "message truncated: size prefix says 60 bytes, the capture has 53");
-  EXPECT_TRUE(cut["body"].is_null());
+  EXPECT_EQ(cut["error"]["reason"], "message truncated: size prefix says 60 bytes, the capture has 53 (the capture ends here)");
+  EXPECT_EQ(cut["apiKey"], 88);
+  EXPECT_EQ(cut["body"]["memberEpoch"], 1);  // what came before the cut is kept
 }
 
 TEST_F(DecodeCli, JsonLineIsExactlyKafkasFieldNamesAndValues) {
@@ -148,11 +153,25 @@ TEST_F(DecodeCli, CaptureCutMidPacketKeepsEverythingBefore) {
   auto size = std::filesystem::file_size(path);
   std::filesystem::resize_file(path, size - 30);
   auto r = kwire_cmd("decode -r " + path + " --stats");
-  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.status, 256) << "exit status 1: the capture file is damaged";
   auto got = lines(r.out);
   ASSERT_GE(got.size(), 5u) << r.out;
   EXPECT_NE(got[3].find("STREAMS_TOPOLOGY_FENCED"), std::string::npos);
   EXPECT_NE(r.err.find(path), std::string::npos) << r.err;
+  EXPECT_NE(got.back().find(" capture_errors=1"), std::string::npos) << got.back();
+}
+
+TEST_F(DecodeCli, ReadsStandardInputAndPrintsStatsAsJson) {
+  auto r = kwire_cmd("decode -r - -T json --stats < " + write_session());
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto got = lines(r.out);
+  ASSERT_EQ(got.size(), 7u) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(got[0])["correlationId"], 7);
+  auto stats = nlohmann::json::parse(got.back())["stats"];
+  EXPECT_EQ(stats["frames"], 6);
+  EXPECT_EQ(stats["unmatched"], 1);
+  EXPECT_EQ(stats["malformed"], 1);
+  EXPECT_EQ(stats["capture_errors"], 0);
 }
 
 TEST_F(DecodeCli, BadArgumentsSayWhatIsWrong) {
@@ -195,7 +214,8 @@ TEST(DemoCapture, RealBrokerTrafficDecodesCompletely) {
   ASSERT_EQ(r.status, 0) << r.err;
   auto got = lines(r.out);
   ASSERT_FALSE(got.empty());
-  EXPECT_EQ(got.back(), "stats: frames=206 requests=103 responses=103 unmatched=0 malformed=0");
+  EXPECT_EQ(got.back(), "stats: frames=206 requests=103 responses=103 unmatched=0 malformed=0 resyncs=0 skipped_bytes=0 "
+                        "lost_bytes=0 unanswered=0 not_kafka=0 sasl_tokens=0 capture_errors=0");
   for (const char* row : {"88   StreamsGroupHeartbeat                    1        request   13",
                           "89   StreamsGroupDescribe                     1        response  2",
                           "93   StreamsGroupTopologyDescriptionUpdate    0        response  1",

@@ -30,7 +30,11 @@ class Collect : public FrameHandler {
   void on_capture_error(const PacketMeta&, const std::string& where, const std::string& reason) override {
     errors.push_back(where + ": " + reason);
   }
+  void on_skip(const FrameContext& ctx, uint64_t length, const std::string& reason) override {
+    skips.push_back(ctx.src.str() + " " + std::to_string(ctx.stream_offset) + "+" + std::to_string(length) + ": " + reason);
+  }
   std::vector<Seen> frames;
+  std::vector<std::string> skips;
   std::vector<std::string> errors;
 };
 
@@ -144,19 +148,124 @@ TEST_F(Sessions, TlsOnAKafkaPortIsReportedNotDecoded) {
   EXPECT_EQ(seen.frames[0].summary, "Not Kafka: stream is TLS-encrypted; not decoded");
 }
 
-TEST_F(Sessions, LostSegmentIsReportedAndTheDirectionStops) {
+TEST_F(Sessions, LostSegmentIsReportedAndDecodingResumesAfterIt) {
+  // Two 63-byte heartbeats in 20-byte segments; [20,40) is lost. The first is
+  // reported as far as it goes, the gap and the rest of the first message are
+  // reported as skipped, and the second decodes.
   {
     SyntheticCapture cap(path_);
     uint32_t c = cap.connect(make_endpoint("127.0.0.1", 40005), make_endpoint("127.0.0.1", 9092));
     auto two = join({test::heartbeat_request(1, "d", 0), test::heartbeat_request(2, "d", 1)});
+    ASSERT_EQ(two.size(), 126u);
     cap.send(c, StreamSide::FromClient, two, 20, {0, 2, 3, 4, 5, 6});  // the second segment is lost
+    cap.send(c, StreamSide::FromServer, test::heartbeat_response(2, "d", 1));
     cap.close(c);
   }
   auto seen = decode();
-  ASSERT_EQ(seen.frames.size(), 1u);
-  EXPECT_NE(seen.frames[0].summary.find("[malformed at offset 0: 20 bytes at stream offset 20 are missing from the capture"),
-            std::string::npos)
+  ASSERT_EQ(seen.frames.size(), 3u);
+  EXPECT_EQ(seen.frames[0].summary.rfind("StreamsGroupHeartbeat v1 Request corr=1 [malformed at offset 0: message truncated: "
+                                         "size prefix says 59 bytes, the capture has 16 (20 bytes at stream offset 20 are "
+                                         "missing from the capture)]", 0), 0u)
       << seen.frames[0].summary;
+  EXPECT_EQ(seen.frames[1].summary, "StreamsGroupHeartbeat v1 Request corr=2 group=orders-app member=d epoch=1");
+  EXPECT_EQ(seen.frames[2].summary, "StreamsGroupHeartbeat v1 Response corr=2 member=d epoch=1 error=NONE");
+  EXPECT_EQ(seen.skips, (std::vector<std::string>{
+      "127.0.0.1:40005 20+20: missing from the capture; decoding resumes at the next plausible message start",
+      "127.0.0.1:40005 40+23: after bytes missing from the capture; skipped to the next plausible message start"}));
+}
+
+TEST_F(Sessions, ImplausibleSizePrefixIsSkippedAndDecodingGoesOn) {
+  // Garbage between two requests: a size prefix of 0x7fffffff and ten bytes.
+  std::vector<uint8_t> garbage = {0x7f, 0xff, 0xff, 0xff, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  {
+    SyntheticCapture cap(path_);
+    uint32_t c = cap.connect(make_endpoint("127.0.0.1", 40011), make_endpoint("127.0.0.1", 9092));
+    cap.send(c, StreamSide::FromClient, join({test::heartbeat_request(1, "g", 0), garbage, test::heartbeat_request(2, "g", 1)}));
+    cap.send(c, StreamSide::FromServer, join({test::heartbeat_response(1, "g", 1), test::heartbeat_response(2, "g", 1)}));
+    cap.close(c);
+  }
+  auto seen = decode();
+  ASSERT_EQ(seen.frames.size(), 4u);
+  EXPECT_EQ(seen.frames[1].summary, "StreamsGroupHeartbeat v1 Request corr=2 group=orders-app member=g epoch=1");
+  EXPECT_EQ(seen.frames[3].summary, "StreamsGroupHeartbeat v1 Response corr=2 member=g epoch=1 error=NONE");
+  EXPECT_EQ(seen.skips, (std::vector<std::string>{
+      "127.0.0.1:40011 63+14: size prefix 2147483647 is not a plausible Kafka message size; "
+      "skipped to the next plausible message start"}));
+}
+
+TEST_F(Sessions, ResponseCutByTheEndOfTheCaptureKeepsTheApiOfItsRequest) {
+  auto response = test::heartbeat_response(7, "h", 3);
+  std::vector<uint8_t> half(response.begin(), response.begin() + 30);
+  {
+    SyntheticCapture cap(path_);
+    uint32_t c = cap.connect(make_endpoint("127.0.0.1", 40012), make_endpoint("127.0.0.1", 9092));
+    cap.send(c, StreamSide::FromClient, test::heartbeat_request(7, "h", 3));
+    cap.send(c, StreamSide::FromServer, half);
+  }
+  Collect c;
+  KafkaSessions sessions(ProgramSet::release(), {}, c);
+  CaptureStats stats;
+  std::string error;
+  ASSERT_TRUE(read_capture_file(path_, {}, sessions, stats, error)) << error;
+  ASSERT_EQ(c.frames.size(), 2u);
+  // The fields before the cut are kept; the first error says what happened.
+  EXPECT_EQ(c.frames[1].summary.rfind("StreamsGroupHeartbeat v1 Response corr=7 member=h epoch=3 error=NONE "
+                                      "[malformed at offset 0: message truncated: size prefix says " +
+                                      std::to_string(response.size() - 4) +
+                                      " bytes, the capture has 26 (the capture ends here)]", 0), 0u)
+      << c.frames[1].summary;
+  EXPECT_EQ(sessions.stats().unanswered, 0u);
+}
+
+TEST_F(Sessions, AConnectionThatStartsWithAWholeResponseOnAnUnknownPortIsDecodedFromItsNextRequest) {
+  // An idle consumer's long poll: the capture starts with the broker's
+  // answer to a request it did not see, on a port nobody named; then the
+  // next request and its response.
+  {
+    SyntheticCapture cap(path_);
+    ConnectOptions mid;
+    mid.handshake = false;
+    uint32_t c = cap.connect(make_endpoint("127.0.0.1", 40013), make_endpoint("127.0.0.1", 31313), mid);
+    cap.send(c, StreamSide::FromServer, test::heartbeat_response(41, "i", 9));
+    cap.send(c, StreamSide::FromClient, test::heartbeat_request(42, "i", 9));
+    cap.send(c, StreamSide::FromServer, test::heartbeat_response(42, "i", 9));
+  }
+  SessionOptions opts;
+  opts.ports.clear();
+  auto seen = decode(opts);
+  ASSERT_EQ(seen.frames.size(), 3u);
+  EXPECT_EQ(seen.frames[0].summary, "StreamsGroupHeartbeat v1 Request corr=42 group=orders-app member=i epoch=9");
+  EXPECT_EQ(seen.frames[0].src, "127.0.0.1:40013");
+  EXPECT_TRUE(seen.frames[1].unmatched);
+  EXPECT_EQ(seen.frames[1].summary, "Response corr=41 (unmatched: request not captured)");
+  EXPECT_EQ(seen.frames[2].summary, "StreamsGroupHeartbeat v1 Response corr=42 member=i epoch=9 error=NONE");
+  EXPECT_TRUE(seen.skips.empty());
+}
+
+TEST_F(Sessions, WhichSideIsTheClientComesFromTheBytesNotFromWhoSpokeFirst) {
+  // No handshake, no known port, and the broker's side starts inside a
+  // message: its leftover bytes come first. The client's requests must still
+  // be read as requests, and the leftover reported as skipped.
+  auto earlier = test::heartbeat_response(50, "j", 2);
+  std::vector<uint8_t> leftover(earlier.begin() + 21, earlier.end());
+  {
+    SyntheticCapture cap(path_);
+    ConnectOptions mid;
+    mid.handshake = false;
+    uint32_t c = cap.connect(make_endpoint("127.0.0.1", 31314), make_endpoint("127.0.0.1", 40014), mid);
+    cap.send(c, StreamSide::FromClient, leftover);  // the broker's side, seen first
+    cap.send(c, StreamSide::FromServer, test::heartbeat_request(51, "j", 2));
+    cap.send(c, StreamSide::FromClient, test::heartbeat_response(51, "j", 3));
+  }
+  SessionOptions opts;
+  opts.ports.clear();
+  auto seen = decode(opts);
+  ASSERT_EQ(seen.frames.size(), 2u);
+  EXPECT_EQ(seen.frames[0].summary, "StreamsGroupHeartbeat v1 Request corr=51 group=orders-app member=j epoch=2");
+  EXPECT_EQ(seen.frames[0].src, "127.0.0.1:40014");
+  EXPECT_EQ(seen.frames[1].summary, "StreamsGroupHeartbeat v1 Response corr=51 member=j epoch=3 error=NONE");
+  EXPECT_EQ(seen.skips, (std::vector<std::string>{"127.0.0.1:31314 0+" + std::to_string(leftover.size()) +
+      ": the capture starts inside this connection; skipped to the next plausible message start"}));
 }
 
 TEST_F(Sessions, OtherTcpTrafficIsIgnored) {
@@ -206,6 +315,36 @@ TEST_F(Sessions, RawSaslTokensAfterSaslHandshakeV0AreNotDecodedAsKafka) {
   EXPECT_TRUE(seen.frames[2].not_kafka);
   EXPECT_EQ(seen.frames[2].summary, "Not Kafka: SASL token after SaslHandshake v0");
   EXPECT_TRUE(seen.frames[3].not_kafka);
+}
+
+TEST_F(Sessions, KafkaDecodingResumesOnceRawSaslAuthenticationIsOver) {
+  // SCRAM over SaslHandshake v0: two token round trips, then ordinary requests.
+  test::Bytes hs_req, hs_resp;
+  hs_req.i16(17).i16(0).i32(1).str("c").str("SCRAM-SHA-256");
+  hs_resp.i32(1).i16(0).i32(1).str("SCRAM-SHA-256");
+  auto token = [](const std::string& t) { test::Bytes b; b.raw(t); return b.message(); };
+  {
+    SyntheticCapture cap(path_);
+    uint32_t c = cap.connect(make_endpoint("127.0.0.1", 40015), make_endpoint("127.0.0.1", 9092));
+    cap.send(c, StreamSide::FromClient, hs_req.message());
+    cap.send(c, StreamSide::FromServer, hs_resp.message());
+    cap.send(c, StreamSide::FromClient, token("n,,n=user,r=rOprNGfwEbeRWgbNEkqO"));
+    cap.send(c, StreamSide::FromServer, token("r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"));
+    cap.send(c, StreamSide::FromClient, token("c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ="));
+    cap.send(c, StreamSide::FromServer, token("v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4="));
+    cap.send(c, StreamSide::FromClient, test::heartbeat_request(2, "k", 0));
+    cap.send(c, StreamSide::FromServer, test::heartbeat_response(2, "k", 1));
+  }
+  Collect c;
+  KafkaSessions sessions(ProgramSet::release(), {}, c);
+  CaptureStats stats;
+  std::string error;
+  ASSERT_TRUE(read_capture_file(path_, {}, sessions, stats, error)) << error;
+  ASSERT_EQ(c.frames.size(), 8u);
+  for (int i = 2; i < 6; ++i) EXPECT_TRUE(c.frames[i].not_kafka) << c.frames[i].summary;
+  EXPECT_EQ(c.frames[6].summary, "StreamsGroupHeartbeat v1 Request corr=2 group=orders-app member=k epoch=0");
+  EXPECT_EQ(c.frames[7].summary, "StreamsGroupHeartbeat v1 Response corr=2 member=k epoch=1 error=NONE");
+  EXPECT_EQ(sessions.stats().sasl_tokens, 4u);
 }
 
 TEST_F(Sessions, AnOlderClientsRemovedVersionsDecodeOnAnyPort) {

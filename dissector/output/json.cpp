@@ -160,4 +160,22 @@ void write_json(TextBuffer& out, const ProgramSet& ps, const Frame& f, const Fra
   out += '}';
 }
 
+void write_skip_json(TextBuffer& out, const FrameContext& ctx, uint64_t length, std::string_view reason) {
+  char t[48];
+  snprintf(t, sizeof t, "%lld.%06d", static_cast<long long>(ctx.packet.ts_sec), ctx.packet.ts_usec);
+  out += "{\"skipped\":{\"streamOffset\":";
+  append_int(out, static_cast<int64_t>(ctx.stream_offset));
+  out += ",\"length\":";
+  append_int(out, static_cast<int64_t>(length));
+  out += ",\"reason\":";
+  json_string(out, reason);
+  out += "},\"time\":";
+  out += t;
+  out += ",\"src\":\"";
+  out += ctx.src.str();
+  out += "\",\"dst\":\"";
+  out += ctx.dst.str();
+  out += "\"}";
+}
+
 }  // namespace kwire

@@ -23,6 +23,11 @@ void append_summary(TextBuffer& out, const ProgramSet& ps, const Frame& f, const
 void write_tree(TextBuffer& out, const ProgramSet& ps, const Frame& f, int indent);
 // One JSON object (no newline). `time` is seconds since the epoch.
 void write_json(TextBuffer& out, const ProgramSet& ps, const Frame& f, const FrameContext& ctx);
+// Bytes of a Kafka stream that are in no message (FrameHandler::on_skip):
+// "[skipped 120 bytes at stream offset 4096: REASON]" and, as JSON,
+// {"skipped":{"streamOffset":..,"length":..,"reason":..},"time":..,"src":..,"dst":..}.
+void append_skip(TextBuffer& out, const FrameContext& ctx, uint64_t length, std::string_view reason);
+void write_skip_json(TextBuffer& out, const FrameContext& ctx, uint64_t length, std::string_view reason);
 // The wire layout of one message version: path, type, size, versions.
 void write_layout(std::ostream& out, const ProgramSet& ps, const MessageProgram& m);
 // True when any error code field in the frame is non-zero.

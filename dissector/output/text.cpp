@@ -326,4 +326,14 @@ void write_layout(std::ostream& out, const ProgramSet& ps, const MessageProgram&
   walk.structure(static_cast<uint32_t>(ps.field(m.root).sub), "");
 }
 
+void append_skip(TextBuffer& o, const FrameContext& ctx, uint64_t length, std::string_view reason) {
+  o += "[skipped ";
+  append_int(o, static_cast<int64_t>(length));
+  o += " bytes at stream offset ";
+  append_int(o, static_cast<int64_t>(ctx.stream_offset));
+  o += ": ";
+  o += reason;
+  o += ']';
+}
+
 }  // namespace kwire

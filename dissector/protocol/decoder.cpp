@@ -278,12 +278,19 @@ class Run {
   bool failed_ = false;
 };
 
-bool check_size(std::span<const uint8_t> msg, Frame& out) {
+// `cut`: the capture ended inside the message, so fewer bytes than the size
+// prefix says are expected; the decoder reads what is there.
+bool check_size(std::span<const uint8_t> msg, Frame& out, bool cut) {
   if (msg.size() < 4) {
     out.fail(0, "message of " + std::to_string(msg.size()) + " bytes has no size prefix");
     return false;
   }
   int32_t size = static_cast<int32_t>(load_be32(msg.data()));
+  if (cut && size >= 0 && static_cast<uint64_t>(size) > msg.size() - 4) {
+    out.fail(0, "message truncated: size prefix says " + std::to_string(size) + " bytes, the capture has " +
+                    std::to_string(msg.size() - 4));
+    return true;
+  }
   if (size < 0 || static_cast<uint64_t>(size) != msg.size() - 4) {
     out.fail(0, "size prefix " + std::to_string(size) + " does not match the " + std::to_string(msg.size() - 4) +
                     " bytes that follow");
@@ -319,11 +326,11 @@ bool FrameDecoder::peek_request(std::span<const uint8_t> m, RequestId& id) {
   return true;
 }
 
-void FrameDecoder::decode_request(std::span<const uint8_t> msg, Frame& out) const {
+void FrameDecoder::decode_request(std::span<const uint8_t> msg, Frame& out, bool cut) const {
   out.clear();
   out.message = msg;
   out.direction = Direction::Request;
-  if (!check_size(msg, out)) return;
+  if (!check_size(msg, out, cut)) return;
   RequestId id;
   if (!peek_request(msg, id)) {
     out.fail(4, "request header needs 8 bytes, " + std::to_string(msg.size() - 4) + " present");
@@ -352,13 +359,13 @@ void FrameDecoder::decode_request(std::span<const uint8_t> msg, Frame& out) cons
 }
 
 void FrameDecoder::decode_response(std::span<const uint8_t> msg, int16_t api_key, int16_t api_version,
-                                   Frame& out) const {
+                                   Frame& out, bool cut) const {
   out.clear();
   out.message = msg;
   out.direction = Direction::Response;
   out.api_key = api_key;
   out.api_version = api_version;
-  if (!check_size(msg, out)) return;
+  if (!check_size(msg, out, cut)) return;
   if (msg.size() < 8) {
     out.fail(4, "response header needs 4 bytes, " + std::to_string(msg.size() - 4) + " present");
     return;
@@ -378,7 +385,7 @@ void FrameDecoder::decode_response(std::span<const uint8_t> msg, int16_t api_key
   // A broker that does not support the requested ApiVersions version answers
   // UNSUPPORTED_VERSION in the v0 layout; like Kafka's client, read it that
   // way only when the requested layout does not fit.
-  if (!out.ok() && api_key == 18 && api_version > 0 && msg.size() >= 10 &&
+  if (!cut && !out.ok() && api_key == 18 && api_version > 0 && msg.size() >= 10 &&
       static_cast<int16_t>(load_be16(msg.data() + 8)) == 35) {
     decode_response(msg, api_key, 0, out);
   }

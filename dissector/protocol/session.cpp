@@ -7,45 +7,81 @@
 namespace kwire {
 
 namespace {
-constexpr int kRequests = 0;   // bytes from the Kafka client
-constexpr size_t kPlausibleRequestBytes = 14;  // size, api key, version, correlation id, client id length
+constexpr int kRequests = 0;   // direction index: bytes from the Kafka client
+constexpr int kResponses = 1;
+constexpr int16_t kProduce = 0;
+constexpr int16_t kSaslHandshake = 17;
+constexpr size_t kMaxWaiting = 256;  // hunt candidates waiting for their bytes, per direction
 
+// A TLS record header: handshake/alert/change-cipher/application data, a
+// 3.x version and a length no record may exceed.
 bool is_tls_record(std::span<const uint8_t> b) {
-  return b.size() >= 3 && b[0] == 0x16 && b[1] == 0x03 && b[2] <= 0x04;
+  if (b.size() < 5 || b[0] < 0x14 || b[0] > 0x17 || b[1] != 0x03 || b[2] > 0x04) return false;
+  return wire::load_be16(b.data() + 3) <= (1u << 14) + 2048;
 }
+
+int32_t size_at(std::span<const uint8_t> b, size_t i) { return static_cast<int32_t>(wire::load_be32(b.data() + i)); }
 }  // namespace
 
-bool plausible_request(const ProgramSet& ps, std::span<const uint8_t> b) {
-  if (b.size() < kPlausibleRequestBytes) return false;
-  int32_t size = static_cast<int32_t>(wire::load_be32(b.data()));
-  if (size < 10 || size > (256 << 20)) return false;
-  auto api = static_cast<int16_t>(wire::load_be16(b.data() + 4));
-  auto version = static_cast<int16_t>(wire::load_be16(b.data() + 6));
-  if (!ps.find(api, version, Direction::Request)) return false;
-  // Client id: a classic nullable string that must fit in the message.
-  auto client_len = static_cast<int16_t>(wire::load_be16(b.data() + 12));
-  return client_len >= -1 && client_len <= size - 10;
+// A request awaiting its response (or, while Probing, a request candidate
+// awaiting the response that confirms it).
+struct KafkaSessions::Pending {
+  int32_t corr;
+  int16_t api;
+  int16_t version;
+};
+
+const KafkaSessions::Pending* KafkaSessions::find(const PendingList& list, int32_t corr) {
+  for (const auto& p : list)
+    if (p.corr == corr) return &p;
+  return nullptr;
 }
 
-struct KafkaSessions::Direction_ {
-  std::vector<uint8_t> buf;     // a message not yet complete
+// Where a search for message starts resumes, and the candidates that wait
+// for the rest of their bytes.
+struct KafkaSessions::Hunt {
+  uint64_t scan = 0;
+  std::vector<uint64_t> waiting;  // stream offsets, ascending
+  void reset(uint64_t at) {
+    scan = at;
+    waiting.clear();
+  }
+  uint64_t keep_from() const { return waiting.empty() ? scan : std::min(scan, waiting.front()); }
+};
+
+bool plausible_request(const ProgramSet& ps, std::span<const uint8_t> b) {
+  RequestHead h;
+  if (!read_request_head(b, h)) return false;
+  if (h.size < 10 || h.size > (256 << 20)) return false;
+  if (h.api_key < 0 || h.api_version < 0 || !ps.find(h.api_key, h.api_version, Direction::Request)) return false;
+  return h.client_id_length >= -1 && h.client_id_length <= h.size - 10;
+}
+
+// One direction of a Kafka connection.
+struct KafkaSessions::Stream {
+  Sync sync = Sync::Synced;
+  std::vector<uint8_t> buf;     // bytes in no message yet: a partial message, or the hunt window
   uint64_t buf_offset = 0;      // stream offset of buf[0]
-  uint64_t next_offset = 0;     // stream offset of the next byte expected
-  bool dead = false;            // lost sync: the rest of this direction is not decoded
+  uint64_t hunt_from = 0;       // Hunting: stream offset of the first byte not in a message
+  bool at_hunt_start = true;    // Hunting: nothing skipped yet, so a chain of sizes may start here
+  Hunt hunt;                    // Hunting (and Probing: requests in this side's bytes)
+  Hunt confirm;                 // Probing: responses to the other side's request candidates
+  bool seen = false;            // a byte of this stream has arrived
+  uint64_t first_packet = 0;    // the packet that brought it
+  std::string why;              // Hunting: why sync was lost, for the skip report
   PacketMeta last;              // the latest packet of this direction
 };
 
 struct KafkaSessions::Conn {
   TcpConnection tcp;
-  Role role = Role::Undecided;
-  bool swapped = false;         // the reassembler's client is the broker
-  bool sasl_raw = false;        // raw SASL tokens follow SaslHandshake v0
-  bool sasl_handshake_pending = false;
-  std::vector<uint8_t> held[2];   // first bytes per side while the role is undecided
-  uint64_t held_offset[2] = {0, 0};
-  Direction_ dirs[2];
-  struct Pending { int32_t corr; int16_t api; int16_t version; };
-  std::deque<Pending> pending;
+  ConnState state = ConnState::Probing;
+  bool swapped = false;             // the reassembler's client is the broker
+  uint64_t probed = 0;              // bytes seen while Probing
+  // By kRequests / kResponses; while Probing, by reassembler side, each
+  // hunting for a request.
+  Stream dirs[2];
+  PendingList pending;
+  PendingList candidates[2];        // Probing: clean requests found in each side's bytes
 };
 
 KafkaSessions::KafkaSessions(const ProgramSet& ps, SessionOptions opts, FrameHandler& out)
@@ -62,124 +98,342 @@ KafkaSessions::Conn* KafkaSessions::conn(const TcpConnection& c) {
   return it->second.get();
 }
 
-void KafkaSessions::on_open(const TcpConnection& c) {
-  auto k = std::make_unique<Conn>();
-  k->tcp = c;
-  conns_[c.id] = std::move(k);
-}
-
-// Whether a connection carries Kafka, and which side is the client: by port,
-// by a broker endpoint already seen speaking Kafka, or by the first request.
-KafkaSessions::Role KafkaSessions::decide_roles(Conn& c, int side, std::span<const uint8_t> bytes) {
-  if (opts_.ports.count(c.tcp.server.port) || is_known_broker(c.tcp.server)) return Role::Kafka;
-  if (opts_.ports.count(c.tcp.client.port) || is_known_broker(c.tcp.client)) {
-    c.swapped = true;
-    return Role::Kafka;
-  }
-  if (!opts_.detect_other_ports) return Role::NotKafka;
-  if (bytes.size() < kPlausibleRequestBytes) return Role::Undecided;  // wait for more
-  if (!plausible_request(ps_, bytes)) return Role::NotKafka;
-  c.swapped = side == 1;  // the plausible request came from the reassembler's server side
-  known_brokers_.push_back(side == 1 ? c.tcp.client : c.tcp.server);
-  return Role::Kafka;
-}
-
 bool KafkaSessions::is_known_broker(const Endpoint& e) const {
   return std::find(known_brokers_.begin(), known_brokers_.end(), e) != known_brokers_.end();
+}
+
+// A connection to a Kafka port or to an endpoint already seen answering Kafka
+// is Kafka from the start, oriented by that endpoint; any other waits for
+// evidence in its bytes.
+void KafkaSessions::on_open(const TcpConnection& t) {
+  auto k = std::make_unique<Conn>();
+  k->tcp = t;
+  Conn& c = *k;
+  conns_[t.id] = std::move(k);
+  const bool server_is_broker = opts_.ports.count(t.server.port) || is_known_broker(t.server);
+  const bool client_is_broker = opts_.ports.count(t.client.port) || is_known_broker(t.client);
+  if (server_is_broker != client_is_broker) decide(c, true, client_is_broker, PacketMeta{});
+  else if (!opts_.detect_other_ports && !server_is_broker) decide(c, false, false, PacketMeta{});
+}
+
+// Settles a Probing connection. Its streams were indexed by reassembler side
+// while probing; from here on they are indexed by direction. A stream whose
+// start was captured (SYN seen) begins Synced; others begin Hunting, since
+// the capture may start inside a message, and what they hold is cut now.
+void KafkaSessions::decide(Conn& c, bool kafka, bool swapped, const PacketMeta& meta) {
+  if (!kafka) {
+    c.state = ConnState::NotKafka;
+    ++stats_.not_kafka;
+    out_.on_verdict(c.tcp, false, c.tcp.client);
+    for (Stream& st : c.dirs) st = Stream{};
+    return;
+  }
+  c.state = ConnState::Kafka;
+  c.swapped = swapped;
+  if (swapped) std::swap(c.dirs[0], c.dirs[1]);
+  ++stats_.kafka_connections;
+  const Endpoint& client = swapped ? c.tcp.server : c.tcp.client;
+  const Endpoint& server = swapped ? c.tcp.client : c.tcp.server;
+  if (!is_known_broker(server)) known_brokers_.push_back(server);
+  out_.on_verdict(c.tcp, true, client);
+  c.candidates[0].clear();
+  c.candidates[1].clear();
+  for (Stream& st : c.dirs) {
+    const bool from_start = c.tcp.saw_syn && (!st.seen || st.hunt_from == 0);
+    st.sync = from_start ? Sync::Synced : Sync::Hunting;
+    st.why = "the capture starts inside this connection";
+    st.hunt.reset(st.buf_offset);
+    st.confirm = Hunt{};
+    st.at_hunt_start = st.buf_offset == st.hunt_from;
+  }
+  // Cut what was held: requests first, so that the responses held with them
+  // find their requests (the time order between the two is not kept here).
+  for (int dir : {kRequests, kResponses}) {
+    if (!c.dirs[dir].buf.empty() && c.state != ConnState::NotKafka) run(c, dir, meta);
+  }
 }
 
 void KafkaSessions::on_data(const TcpConnection& t, StreamSide side, uint64_t offset,
                             std::span<const uint8_t> bytes, const PacketMeta& meta) {
   Conn& c = *conn(t);
-  int s = side == StreamSide::FromClient ? 0 : 1;
-  if (c.role == Role::Undecided) {
-    // A first segment can be shorter than a request header (clients may
-    // write the size prefix on its own): hold it until there is enough.
-    auto& held = c.held[s];
-    if (held.empty()) c.held_offset[s] = offset;
-    held.insert(held.end(), bytes.begin(), bytes.end());
-    c.role = decide_roles(c, s, held);
-    if (c.role == Role::Undecided) return;
-    if (c.role == Role::Kafka) {
-      for (int k = 0; k < 2; ++k)
-        if (!c.held[k].empty()) consume(c, k ^ (c.swapped ? 1 : 0), c.held[k], c.held_offset[k], meta);
+  const int s = side == StreamSide::FromClient ? 0 : 1;
+  switch (c.state) {
+    case ConnState::NotKafka:
+      return;
+    case ConnState::Probing: {
+      Stream& st = c.dirs[s];
+      start(st, offset, meta);
+      if (st.buf.empty()) st.buf_offset = offset;
+      st.buf.insert(st.buf.end(), bytes.begin(), bytes.end());
+      c.probed += bytes.size();
+      probe(c, s, meta);
+      return;
     }
-    c.held[0] = {};
-    c.held[1] = {};
-    return;
+    case ConnState::Kafka:
+    case ConnState::SaslTokens:
+      feed(c, s ^ (c.swapped ? 1 : 0), bytes, offset, meta);
+      return;
   }
-  if (c.role != Role::Kafka) return;
-  int dir = s ^ (c.swapped ? 1 : 0);
-  consume(c, dir, bytes, offset, meta);
 }
 
-void KafkaSessions::consume(Conn& c, int dir, std::span<const uint8_t> bytes, uint64_t offset,
-                            const PacketMeta& meta) {
-  Direction_& d = c.dirs[dir];
-  if (d.dead || bytes.empty()) return;
-  if (offset == 0 && dir == kRequests && is_tls_record(bytes)) {
-    c.dirs[0].dead = c.dirs[1].dead = true;
+// The first byte of a stream sets where its hunt begins.
+void KafkaSessions::start(Stream& s, uint64_t offset, const PacketMeta& meta) {
+  if (s.seen) return;
+  s.seen = true;
+  s.first_packet = meta.number;
+  s.buf_offset = s.hunt_from = offset;
+  s.hunt.reset(offset);
+  s.confirm.reset(offset);
+}
+
+// Evidence for a connection not known by port: requests that decode cleanly
+// in one side's bytes are candidates; the side is the client once a response
+// that decodes cleanly answers one of them from the other side, or at once
+// when its request opens a connection whose SYN it sent. TLS at the start of
+// either side, or a long run of bytes with no candidate, says it is not Kafka.
+void KafkaSessions::probe(Conn& c, int side, const PacketMeta& meta) {
+  if (by_known_broker(c, meta)) return;
+  Stream& st = c.dirs[side];
+  if (st.hunt_from == 0 && st.buf_offset == 0 && is_tls_record(st.buf)) {
+    decide(c, false, false, meta);
+    return;
+  }
+  for (;;) {
+    const size_t found = hunt(c, st, st.hunt, true, c.pending, st.buf);
+    if (found == SIZE_MAX) break;
+    const uint64_t at = st.buf_offset + found;
+    if (c.tcp.saw_syn && side == 0 && at == 0) {
+      decide(c, true, false, meta);
+      return;
+    }
+    PendingList& mine = c.candidates[side];
+    if (mine.size() >= kMaxWaiting) mine.pop_front();
+    mine.push_back({probe_frame_.correlation_id, probe_frame_.api_key, probe_frame_.api_version});
+    st.hunt.scan = at + 4 + static_cast<uint64_t>(size_at(st.buf, found));
+    std::erase_if(st.hunt.waiting, [&](uint64_t w) { return w <= at; });
+  }
+  const PendingList& theirs = c.candidates[1 - side];
+  if (theirs.empty()) {
+    st.confirm.reset(st.buf_offset + st.buf.size());  // a response comes after its request
+  } else if (hunt(c, st, st.confirm, false, theirs, st.buf) != SIZE_MAX) {
+    decide(c, true, side == 0, meta);
+    return;
+  }
+  if (c.probed > opts_.probe_limit) {
+    decide(c, false, false, meta);
+    return;
+  }
+  // Keep a bounded window. What falls out stays counted from hunt_from, and
+  // is reported as skipped if the connection turns out to be Kafka.
+  const uint64_t keep = std::min(st.hunt.keep_from(), st.confirm.keep_from());
+  if (keep - st.buf_offset > opts_.probe_window) consume(st, static_cast<size_t>(keep - st.buf_offset));
+}
+
+// An endpoint that other connections showed to be a Kafka broker settles a
+// connection that opened before anyone knew.
+bool KafkaSessions::by_known_broker(Conn& c, const PacketMeta& meta) {
+  const bool server = is_known_broker(c.tcp.server), client = is_known_broker(c.tcp.client);
+  if (server == client) return false;
+  decide(c, true, client, meta);
+  return true;
+}
+
+// A connection that ends while Probing: the side with more request
+// candidates is the client (the responses that would confirm them are not
+// in the capture); with none it is not Kafka.
+void KafkaSessions::settle(Conn& c) {
+  if (by_known_broker(c, PacketMeta{})) return;
+  const size_t n0 = c.candidates[0].size(), n1 = c.candidates[1].size();
+  if (n0 == 0 && n1 == 0) {
+    if (c.probed > 0) decide(c, false, false, PacketMeta{});
+    return;
+  }
+  decide(c, true, n1 > n0, c.dirs[n1 > n0 ? 1 : 0].last);
+}
+
+// Appends a direction's bytes and cuts messages. The common case (a stream in
+// sync with nothing buffered) reads whole messages straight from the packet.
+void KafkaSessions::feed(Conn& c, int dir, std::span<const uint8_t> bytes, uint64_t offset, const PacketMeta& meta) {
+  Stream& s = c.dirs[dir];
+  s.last = meta;
+  if (bytes.empty()) return;
+  start(s, offset, meta);
+  const bool stream_start = s.sync == Sync::Synced ? offset == 0 : s.at_hunt_start && s.buf.empty() && offset == s.hunt_from;
+  if (stream_start && is_tls_record(bytes)) {
+    c.state = ConnState::NotKafka;
+    ++stats_.not_kafka;
+    --stats_.kafka_connections;
     report(c, dir, offset, meta, bytes, "stream is TLS-encrypted; not decoded", true);
     return;
   }
-  d.next_offset = offset + bytes.size();
-  d.last = meta;
-  std::span<const uint8_t> in = bytes;
-  uint64_t in_offset = offset;
-  if (!d.buf.empty()) {
-    // Complete the buffered message first; copy only what it still needs.
-    if (d.buf.size() < 4) {
-      size_t take = std::min(in.size(), 4 - d.buf.size());
-      d.buf.insert(d.buf.end(), in.begin(), in.begin() + static_cast<long>(take));
-      in = in.subspan(take);
-      in_offset += take;
-      if (d.buf.size() < 4) return;
+  if (s.buf.empty() && s.sync == Sync::Synced) {
+    s.buf_offset = offset;
+    while (bytes.size() >= 4) {
+      const int32_t size = size_at(bytes, 0);
+      if (size < 0 || static_cast<uint32_t>(size) > opts_.max_message) break;  // run() starts the hunt
+      const size_t total = 4 + static_cast<size_t>(size);
+      if (bytes.size() < total) break;
+      message(c, dir, bytes.first(total), offset, meta);
+      if (c.state == ConnState::NotKafka) return;
+      bytes = bytes.subspan(total);
+      offset += total;
+      s.buf_offset = offset;
     }
-    int32_t size = static_cast<int32_t>(wire::load_be32(d.buf.data()));
-    size_t want = 4 + static_cast<size_t>(size) - d.buf.size();
-    size_t take = std::min(in.size(), want);
-    if (size < 0 || static_cast<uint32_t>(size) > opts_.max_message) {
-      d.dead = true;
-      report(c, dir, d.buf_offset, meta, d.buf,
-             "size prefix " + std::to_string(size) + " is not a plausible Kafka message size; the rest of this direction is not decoded",
-             false);
-      d.buf.clear();
-      return;
-    }
-    d.buf.insert(d.buf.end(), in.begin(), in.begin() + static_cast<long>(take));
-    in = in.subspan(take);
-    in_offset += take;
-    if (d.buf.size() < 4 + static_cast<size_t>(size)) return;
-    message(c, dir, d.buf, d.buf_offset, meta);
-    d.buf.clear();
-    if (d.dead) return;
+    if (bytes.empty()) return;
   }
-  // Whole messages straight from the packet: no copy.
-  while (in.size() >= 4) {
-    int32_t size = static_cast<int32_t>(wire::load_be32(in.data()));
-    if (size < 0 || static_cast<uint32_t>(size) > opts_.max_message) {
-      d.dead = true;
-      report(c, dir, in_offset, meta, in,
-             "size prefix " + std::to_string(size) + " is not a plausible Kafka message size; the rest of this direction is not decoded",
-             false);
-      return;
-    }
-    size_t total = 4 + static_cast<size_t>(size);
-    if (in.size() < total) break;
-    message(c, dir, in.first(total), in_offset, meta);
-    if (d.dead) return;
-    in = in.subspan(total);
-    in_offset += total;
-  }
-  if (!in.empty()) {
-    d.buf.assign(in.begin(), in.end());
-    d.buf_offset = in_offset;
-  }
+  if (s.buf.empty()) s.buf_offset = offset;
+  s.buf.insert(s.buf.end(), bytes.begin(), bytes.end());
+  run(c, dir, meta);
 }
 
-FrameContext KafkaSessions::context(const Conn& c, int dir, uint64_t offset, const PacketMeta& meta) {
+// Cuts what is buffered into messages, hunting for a message start where the
+// stream is not in sync. While Hunting, buf starts at hunt_from: the first
+// byte that is in no message and has not been reported yet.
+void KafkaSessions::run(Conn& c, int dir, const PacketMeta& meta) {
+  Stream& s = c.dirs[dir];
+  size_t pos = 0;
+  for (;;) {
+    if (s.sync == Sync::Synced) {
+      std::span<const uint8_t> b = std::span<const uint8_t>(s.buf).subspan(pos);
+      if (b.size() < 4) break;
+      const int32_t size = size_at(b, 0);
+      if (size < 0 || static_cast<uint32_t>(size) > opts_.max_message) {
+        consume(s, pos);
+        pos = 0;
+        s.sync = Sync::Hunting;
+        s.hunt_from = s.buf_offset;
+        s.hunt.reset(s.hunt_from + 1);
+        s.at_hunt_start = false;
+        s.why = "size prefix " + std::to_string(size) + " is not a plausible Kafka message size";
+        continue;
+      }
+      const size_t total = 4 + static_cast<size_t>(size);
+      if (b.size() < total) break;
+      message(c, dir, b.first(total), s.buf_offset + pos, meta);
+      if (c.state == ConnState::NotKafka) return;
+      pos += total;
+      continue;
+    }
+    if (!resync(c, dir, meta)) break;
+  }
+  consume(s, pos);
+}
+
+void KafkaSessions::consume(Stream& s, size_t n) {
+  s.buf.erase(s.buf.begin(), s.buf.begin() + static_cast<std::ptrdiff_t>(n));
+  s.buf_offset += n;
+}
+
+// One step of a hunt: true when the stream is Synced again (at the start of
+// buf), false when more bytes are needed.
+bool KafkaSessions::resync(Conn& c, int dir, const PacketMeta& meta) {
+  Stream& s = c.dirs[dir];
+  std::span<const uint8_t> b = s.buf;
+  Chain chain = Chain::Broken;
+  if (s.at_hunt_start && s.buf_offset == s.hunt_from) {
+    chain = chain_of(b, b.size());
+    if (chain == Chain::Whole) {
+      s.sync = Sync::Synced;
+      s.hunt.waiting.clear();
+      return true;
+    }
+  }
+  const size_t found = hunt(c, s, s.hunt, dir == kRequests, c.pending, b);
+  if (found != SIZE_MAX) {
+    // Sizes that chain from the hunt's start to the candidate frame messages too.
+    if (!(chain != Chain::Broken && chain_of(b, found) == Chain::Whole)) {
+      ++stats_.resyncs;
+      skip(c, dir, s.hunt_from, s.buf_offset + found - s.hunt_from, meta,
+           s.why + "; skipped to the next plausible message start");
+      consume(s, found);
+    }
+    s.sync = Sync::Synced;
+    s.hunt.waiting.clear();
+    return true;
+  }
+  if (chain != Chain::Partial || b.size() > opts_.probe_window) s.at_hunt_start = false;
+  // Nothing before the scan point or the first waiting candidate can start a
+  // message: report it once the window is full, so that memory stays bounded.
+  const size_t droppable = static_cast<size_t>(s.hunt.keep_from() - s.buf_offset);
+  if (!s.at_hunt_start && droppable > opts_.probe_window) {
+    skip(c, dir, s.hunt_from, s.buf_offset + droppable - s.hunt_from, meta, s.why + "; no plausible message start yet");
+    consume(s, droppable);
+    s.hunt_from = s.buf_offset;
+  }
+  return false;
+}
+
+// Finds the first offset where a message plausibly starts: a request that
+// decodes cleanly, or a response whose correlation id answers an outstanding
+// request and that decodes cleanly. Candidates not yet whole wait in
+// s.waiting (in stream order) while the scan goes on past them: a false one
+// with a large size must not hold up the real messages behind it. Returns
+// the index in `b`, or SIZE_MAX when there is none yet.
+size_t KafkaSessions::hunt(Conn& c, Stream& s, Hunt& h, bool requests, const PendingList& pending,
+                           std::span<const uint8_t> b) {
+  (void)c;
+  auto whole_and_clean = [&](size_t i, size_t total) {
+    std::span<const uint8_t> m = b.subspan(i, total);
+    return requests ? clean_request(m) : clean_response(pending, m);
+  };
+  for (auto it = h.waiting.begin(); it != h.waiting.end();) {
+    const size_t i = static_cast<size_t>(*it - s.buf_offset);
+    const size_t total = 4 + static_cast<size_t>(size_at(b, i));
+    if (b.size() - i < total) { ++it; continue; }
+    if (whole_and_clean(i, total)) return i;
+    it = h.waiting.erase(it);
+  }
+  const size_t need = requests ? kRequestHeadBytes : 8;
+  size_t i = static_cast<size_t>(std::max(h.scan, s.buf_offset) - s.buf_offset);
+  for (; i + need <= b.size(); ++i) {
+    const int32_t size = size_at(b, i);
+    if (size < 4 || static_cast<uint32_t>(size) > opts_.max_message) continue;
+    if (requests ? !plausible_request(ps_, b.subspan(i)) : !find(pending, size_at(b, i + 4))) continue;
+    const size_t total = 4 + static_cast<size_t>(size);
+    if (b.size() - i < total) {
+      if (h.waiting.size() < kMaxWaiting) h.waiting.push_back(s.buf_offset + i);  // the earliest are likeliest
+      continue;
+    }
+    if (whole_and_clean(i, total)) {
+      h.scan = s.buf_offset + i;
+      return i;
+    }
+  }
+  h.scan = s.buf_offset + i;
+  return SIZE_MAX;
+}
+
+// Whether b[0, end) is whole messages back to back (sizes that chain exactly
+// to `end`): evidence that b starts at a message boundary even when nothing
+// else (a known request, a matching correlation id) says so. Partial: the
+// sizes are sane so far but the last message is not complete yet.
+KafkaSessions::Chain KafkaSessions::chain_of(std::span<const uint8_t> b, size_t end) const {
+  size_t i = 0;
+  while (i + 4 <= end) {
+    const int32_t size = size_at(b, i);
+    if (size < 4 || static_cast<uint32_t>(size) > opts_.max_message) return Chain::Broken;
+    i += 4 + static_cast<size_t>(size);
+  }
+  if (i == end) return i > 0 ? Chain::Whole : Chain::Partial;
+  if (end < b.size()) return Chain::Broken;  // overshoots the candidate
+  return Chain::Partial;
+}
+
+bool KafkaSessions::clean_request(std::span<const uint8_t> msg) {
+  decoder_.decode_request(msg, probe_frame_);
+  return probe_frame_.ok();
+}
+
+bool KafkaSessions::clean_response(const PendingList& pending, std::span<const uint8_t> msg) {
+  const Pending* p = find(pending, size_at(msg, 4));
+  if (!p) return false;
+  decoder_.decode_response(msg, p->api, p->version, probe_frame_);
+  return probe_frame_.ok();
+}
+
+FrameContext KafkaSessions::context(const Conn& c, int dir, uint64_t offset, const PacketMeta& meta, bool numbered) {
   FrameContext ctx;
-  ctx.number = ++frames_;
+  if (numbered) ctx.number = ++frames_;
   ctx.packet = meta;
   ctx.conn = &c.tcp;
   const Endpoint& client = c.swapped ? c.tcp.server : c.tcp.client;
@@ -191,39 +445,52 @@ FrameContext KafkaSessions::context(const Conn& c, int dir, uint64_t offset, con
 }
 
 void KafkaSessions::message(Conn& c, int dir, std::span<const uint8_t> msg, uint64_t offset, const PacketMeta& meta) {
-  FrameContext ctx = context(c, dir, offset, meta);
-
-  if (c.sasl_raw) {
-    ctx.not_kafka = true;
-    ctx.note = "SASL token after SaslHandshake v0";
-    frame_.clear();
-    frame_.message = msg;
-    frame_.direction = dir == kRequests ? Direction::Request : Direction::Response;
-    out_.on_frame(ctx, frame_);
-    return;
-  }
-
-  if (dir == kRequests) {
-    decoder_.decode_request(msg, frame_);
-    if (frame_.api_key >= 0 && msg.size() >= 12) {
-      if (c.pending.size() >= 4096) c.pending.pop_front();  // acks=0 produce never gets answered
-      c.pending.push_back({frame_.correlation_id, frame_.api_key, frame_.api_version});
-      if (frame_.api_key == 17 && frame_.api_version == 0) c.sasl_handshake_pending = true;
+  if (c.state == ConnState::SaslTokens) {
+    // Raw tokens until the client sends a request that decodes cleanly and
+    // the broker answers requests again.
+    const bool kafka = dir == kRequests ? clean_request(msg) : (msg.size() >= 8 && find(c.pending, size_at(msg, 4)) != nullptr);
+    if (dir == kRequests && kafka) c.state = ConnState::Kafka;
+    if (!kafka) {
+      ++stats_.sasl_tokens;
+      FrameContext ctx = context(c, dir, offset, meta);
+      ctx.not_kafka = true;
+      ctx.note = "SASL token after SaslHandshake v0";
+      frame_.clear();
+      frame_.message = msg;
+      frame_.direction = dir == kRequests ? Direction::Request : Direction::Response;
+      out_.on_frame(ctx, frame_);
+      return;
     }
-    out_.on_frame(ctx, frame_);
+  }
+  FrameContext ctx = context(c, dir, offset, meta);
+  if (dir == kResponses) {
+    response(c, ctx, msg);
     return;
   }
+  decoder_.decode_request(msg, frame_);
+  if (frame_.api_key >= 0 && msg.size() >= 12) {
+    const Node* acks = frame_.api_key == kProduce ? find_field(frame_, ps_, frame_.body, "Acks") : nullptr;
+    if (!(acks && acks->v.i == 0)) {  // acks=0 produce is never answered
+      if (c.pending.size() >= opts_.max_pending) {
+        c.pending.pop_front();
+        ++stats_.unanswered;
+      }
+      c.pending.push_back({frame_.correlation_id, frame_.api_key, frame_.api_version});
+    }
+  }
+  out_.on_frame(ctx, frame_);
+}
 
-  int32_t corr = msg.size() >= 8 ? static_cast<int32_t>(wire::load_be32(msg.data() + 4)) : 0;
-  auto it = std::find_if(c.pending.begin(), c.pending.end(), [&](const Conn::Pending& p) { return p.corr == corr; });
+void KafkaSessions::response(Conn& c, FrameContext& ctx, std::span<const uint8_t> msg) {
+  const int32_t corr = msg.size() >= 8 ? size_at(msg, 4) : 0;
+  auto it = pending_of(c, corr);
   if (it != c.pending.end()) {
-    Conn::Pending p = *it;
-    // Responses come in request order: anything older was never answered.
-    c.pending.erase(c.pending.begin(), it + 1);
+    const Pending p = *it;
+    answered(c, it);
     decoder_.decode_response(msg, p.api, p.version, frame_);
-    if (p.api == 17 && p.version == 0 && frame_.ok()) {
+    if (p.api == kSaslHandshake && p.version == 0 && frame_.ok()) {
       const Node* err = find_field(frame_, ps_, frame_.body, "ErrorCode");
-      if (err && err->v.i == 0) c.sasl_raw = true;
+      if (err && err->v.i == 0) c.state = ConnState::SaslTokens;
     }
     out_.on_frame(ctx, frame_);
     return;
@@ -249,6 +516,25 @@ void KafkaSessions::message(Conn& c, int dir, std::span<const uint8_t> msg, uint
   out_.on_frame(ctx, frame_);
 }
 
+KafkaSessions::PendingList::iterator KafkaSessions::pending_of(Conn& c, int32_t corr) {
+  return std::find_if(c.pending.begin(), c.pending.end(), [&](const Pending& p) { return p.corr == corr; });
+}
+
+// Responses come in request order: requests older than the one answered
+// were never answered.
+void KafkaSessions::answered(Conn& c, PendingList::iterator it) {
+  stats_.unanswered += static_cast<uint64_t>(it - c.pending.begin());
+  c.pending.erase(c.pending.begin(), it + 1);
+}
+
+void KafkaSessions::skip(Conn& c, int dir, uint64_t offset, uint64_t length, const PacketMeta& meta,
+                         std::string reason) {
+  if (length == 0) return;
+  stats_.skipped_bytes += length;
+  FrameContext ctx = context(c, dir, offset, meta, false);
+  out_.on_skip(ctx, length, reason);
+}
+
 void KafkaSessions::report(Conn& c, int dir, uint64_t offset, const PacketMeta& meta, std::span<const uint8_t> bytes,
                            std::string reason, bool not_kafka) {
   FrameContext ctx = context(c, dir, offset, meta);
@@ -256,51 +542,88 @@ void KafkaSessions::report(Conn& c, int dir, uint64_t offset, const PacketMeta& 
   frame_.clear();
   frame_.message = bytes;
   frame_.direction = dir == kRequests ? Direction::Request : Direction::Response;
-  FrameDecoder::RequestId id;
-  if (dir == kRequests && !not_kafka && FrameDecoder::peek_request(bytes, id)) {
-    frame_.api_key = id.api_key;
-    frame_.api_version = id.api_version;
-    frame_.correlation_id = id.correlation_id;
-    frame_.program = ps_.find(id.api_key, id.api_version, Direction::Request);
-  } else if (bytes.size() >= 8) {
-    frame_.correlation_id = static_cast<int32_t>(wire::load_be32(bytes.data() + 4));
-  }
   if (not_kafka) ctx.note = reason;
   else frame_.fail(0, std::move(reason));
   out_.on_frame(ctx, frame_);
 }
 
+// A message the capture does not finish (a gap or the end): decoded as far as
+// it goes, a response with the api and version of its request.
+void KafkaSessions::truncated(Conn& c, int dir, const PacketMeta& meta, const std::string& why) {
+  Stream& s = c.dirs[dir];
+  if (s.buf.empty()) return;
+  if (s.sync == Sync::Hunting) {
+    const uint64_t end = s.buf_offset + s.buf.size();
+    if (end > s.hunt_from) skip(c, dir, s.hunt_from, end - s.hunt_from, meta, s.why + "; " + why);
+    s.buf.clear();
+    return;
+  }
+  if (s.buf.size() < 4) {
+    report(c, dir, s.buf_offset, meta, s.buf,
+           why + " inside a size prefix (" + std::to_string(s.buf.size()) + " of 4 bytes)", false);
+    s.buf.clear();
+    return;
+  }
+  FrameContext ctx = context(c, dir, s.buf_offset, meta);
+  if (dir == kRequests) {
+    decoder_.decode_request(s.buf, frame_, true);
+  } else if (auto p = s.buf.size() >= 8 ? pending_of(c, size_at(s.buf, 4)) : c.pending.end(); p != c.pending.end()) {
+    decoder_.decode_response(s.buf, p->api, p->version, frame_, true);
+    answered(c, p);
+  } else {
+    ctx.unmatched = true;
+    frame_.clear();
+    frame_.message = s.buf;
+    frame_.direction = Direction::Response;
+    frame_.correlation_id = s.buf.size() >= 8 ? size_at(s.buf, 4) : 0;
+    frame_.fail(0, "message truncated: size prefix says " + std::to_string(size_at(s.buf, 0)) +
+                       " bytes, the capture has " + std::to_string(s.buf.size() - 4));
+  }
+  if (!frame_.errors.empty()) frame_.errors.front().reason += " (" + why + ")";
+  out_.on_frame(ctx, frame_);
+  s.buf.clear();
+}
+
+// Lost bytes: the message they cut is reported as far as it goes, and the
+// direction hunts for the next message start after them.
 void KafkaSessions::on_gap(const TcpConnection& t, StreamSide side, uint64_t offset, uint64_t length,
                            const PacketMeta& meta) {
   Conn& c = *conn(t);
-  if (c.role != Role::Kafka) return;
-  int dir = (side == StreamSide::FromClient ? 0 : 1) ^ (c.swapped ? 1 : 0);
-  Direction_& d = c.dirs[dir];
-  if (d.dead) return;
-  d.dead = true;
-  std::string reason = std::to_string(length) + " bytes at stream offset " + std::to_string(offset) +
-                       " are missing from the capture; the rest of this direction is not decoded";
-  if (!d.buf.empty()) report(c, dir, d.buf_offset, meta, d.buf, reason, false);
-  else report(c, dir, offset, meta, {}, reason, false);
+  const int s = side == StreamSide::FromClient ? 0 : 1;
+  if (c.state == ConnState::Probing) {
+    // Start over after the gap: bytes before it cannot be framed with what
+    // follows. They stay counted from hunt_from.
+    Stream& st = c.dirs[s];
+    st.buf.clear();
+    st.buf_offset = offset + length;
+    st.hunt.reset(st.buf_offset);
+    st.confirm.reset(st.buf_offset);
+    return;
+  }
+  if (c.state == ConnState::NotKafka) return;
+  const int dir = s ^ (c.swapped ? 1 : 0);
+  Stream& d = c.dirs[dir];
+  stats_.lost_bytes += length;
+  truncated(c, dir, meta, std::to_string(length) + " bytes at stream offset " + std::to_string(offset) +
+                              " are missing from the capture");
+  FrameContext ctx = context(c, dir, offset, meta, false);
+  out_.on_skip(ctx, length, "missing from the capture; decoding resumes at the next plausible message start");
+  d.sync = Sync::Hunting;
   d.buf.clear();
+  d.buf_offset = d.hunt_from = offset + length;
+  d.hunt.reset(d.buf_offset);
+  d.at_hunt_start = true;
+  d.why = "after bytes missing from the capture";
 }
 
 void KafkaSessions::on_close(const TcpConnection& t) {
   auto it = conns_.find(t.id);
   if (it == conns_.end()) return;
   Conn& c = *it->second;
-  for (int dir = 0; dir < 2; ++dir) {
-    Direction_& d = c.dirs[dir];
-    if (d.buf.empty() || d.dead) continue;
-    std::string reason;
-    if (d.buf.size() < 4) {
-      reason = "stream ends inside a size prefix (" + std::to_string(d.buf.size()) + " of 4 bytes)";
-    } else {
-      int32_t size = static_cast<int32_t>(wire::load_be32(d.buf.data()));
-      reason = "message truncated: size prefix says " + std::to_string(size) + " bytes, the capture has " +
-               std::to_string(d.buf.size() - 4);
-    }
-    report(c, dir, d.buf_offset, d.last, d.buf, reason, false);
+  if (c.state == ConnState::Probing) settle(c);
+  if (c.state == ConnState::Kafka || c.state == ConnState::SaslTokens) {
+    for (int dir = 0; dir < 2; ++dir) truncated(c, dir, c.dirs[dir].last, "the capture ends here");
+    stats_.unanswered += c.pending.size();
   }
   conns_.erase(it);
 }

@@ -50,7 +50,7 @@ def main():
     kwire, capture = sys.argv[1], sys.argv[2]
     table = run(kwire, "decode", "-r", capture, "--stats", "--api-table", "-c", "0")
     print(table, end="")
-    m = re.search(r"^stats: frames=(\d+) requests=(\d+) responses=(\d+) unmatched=(\d+) malformed=(\d+)$", table, re.M)
+    m = re.search(r"^stats: frames=(\d+) requests=(\d+) responses=(\d+) unmatched=(\d+) malformed=(\d+)\b", table, re.M)
     if not check(m is not None, "a --stats line"):
         return
     frames, requests, responses, unmatched, malformed = map(int, m.groups())

@@ -1,0 +1,185 @@
+#include "cli/frame_printer.hpp"
+
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include "dissector/output/output.hpp"
+
+namespace kwire::cli {
+
+const char* const kOutputOptionsHelp =
+    "  -V                 print the full field tree of each message\n"
+    "  -T text|json       output format; json: one object per line\n"
+    "  --api NAME|KEY,..  only messages of these APIs\n"
+    "  --errors           only messages with a non-zero error code or a decode error, and skips\n"
+    "  --stats            end with: stats: frames=N requests=N responses=N unmatched=N malformed=N\n"
+    "                     resyncs=N skipped_bytes=N lost_bytes=N unanswered=N not_kafka=N\n"
+    "                     sasl_tokens=N capture_errors=N (with -T json: a {\"stats\":{...}} line)\n"
+    "  --api-table        end with a table of messages per (api, version, direction)\n";
+
+int parse_output_option(const std::vector<std::string>& args, size_t& i, const ProgramSet& ps, OutputOptions& o,
+                        std::string& error) {
+  const std::string& a = args[i];
+  auto value = [&](const char* what) -> const std::string* {
+    if (i + 1 >= args.size()) {
+      error = a + " needs " + what;
+      return nullptr;
+    }
+    return &args[++i];
+  };
+  if (a == "-V") o.verbose = true;
+  else if (a == "--errors") o.errors_only = true;
+  else if (a == "--stats") o.stats = true;
+  else if (a == "--api-table") o.api_table = true;
+  else if (a == "-T") {
+    const std::string* v = value("text or json");
+    if (!v) return -1;
+    if (*v == "json") o.json = true;
+    else if (*v != "text") { error = "-T takes text or json, not " + *v; return -1; }
+  } else if (a == "--api") {
+    const std::string* v = value("an api name or key");
+    if (!v) return -1;
+    std::stringstream list(*v);
+    std::string name;
+    while (std::getline(list, name, ',')) {
+      const MessageProgram* m = ps.find_api(name);
+      if (!m) { error = "no API named " + name + " (see 'kwire specs')"; return -1; }
+      o.apis.insert(m->api_key);
+    }
+  } else {
+    return 0;
+  }
+  return 1;
+}
+
+FramePrinter::FramePrinter(const ProgramSet& ps, const OutputOptions& o, std::string program, std::FILE* out)
+    : ps_(ps), o_(o), program_(std::move(program)), file_(out) {}
+
+bool FramePrinter::selected(const Frame& f) const {
+  if (o_.limit >= 0 && printed_ >= o_.limit) return false;
+  if (!o_.apis.empty() && !o_.apis.count(f.api_key)) return false;
+  if (o_.errors_only && f.ok() && !has_error_code(ps_, f)) return false;
+  return true;
+}
+
+// Times are relative to the first thing reported, printed or not.
+void FramePrinter::note_time(const FrameContext& ctx) {
+  if (first_time_set_) return;
+  first_sec_ = ctx.packet.ts_sec;
+  first_usec_ = ctx.packet.ts_usec;
+  first_time_set_ = true;
+}
+
+void FramePrinter::line_head(const FrameContext& ctx, bool numbered) {
+  const double rel = static_cast<double>(ctx.packet.ts_sec - first_sec_) + (ctx.packet.ts_usec - first_usec_) / 1e6;
+  char head[64];
+  if (numbered) snprintf(head, sizeof head, "%6llu %10.6f ", static_cast<unsigned long long>(ctx.number), rel);
+  else snprintf(head, sizeof head, "%6s %10.6f ", "-", rel);
+  out_ += head;
+  out_ += ctx.src.str();
+  out_ += " \u2192 ";
+  out_ += ctx.dst.str();
+  out_ += ' ';
+}
+
+void FramePrinter::on_frame(const FrameContext& ctx, const Frame& f) {
+  if (!ctx.not_kafka) {
+    ++frames_;
+    if (f.direction == Direction::Request) ++requests_; else ++responses_;
+    if (ctx.unmatched) ++unmatched_;
+    if (!f.ok()) ++malformed_;
+    if (f.program) ++per_api_[{f.api_key, f.api_version, f.direction == Direction::Request ? 0 : 1}];
+  }
+  note_time(ctx);
+  if (!selected(f)) return;
+  ++printed_;
+  if (o_.json) {
+    write_json(out_, ps_, f, ctx);
+    out_ += '\n';
+  } else {
+    line_head(ctx, true);
+    append_summary(out_, ps_, f, &ctx);
+    out_ += '\n';
+    if (o_.verbose) {
+      write_tree(out_, ps_, f, 4);
+      out_ += '\n';
+    }
+  }
+  if (out_.size() > (1 << 16)) flush();
+}
+
+void FramePrinter::on_skip(const FrameContext& ctx, uint64_t length, const std::string& reason) {
+  note_time(ctx);
+  if (o_.limit >= 0 && printed_ >= o_.limit) return;
+  if (!o_.apis.empty() && !o_.errors_only) return;  // not a message of the selected APIs
+  ++printed_;
+  if (o_.json) {
+    write_skip_json(out_, ctx, length, reason);
+  } else {
+    line_head(ctx, false);
+    append_skip(out_, ctx, length, reason);
+  }
+  out_ += '\n';
+}
+
+void FramePrinter::on_capture_error(const PacketMeta& meta, const std::string& where, const std::string& reason) {
+  flush();
+  fflush(file_);
+  ++capture_errors_;
+  std::cerr << program_ << ": ";
+  if (!where_.empty()) std::cerr << where_ << ": ";
+  std::cerr << where << ": " << reason;
+  if (meta.number) std::cerr << " (packet " << meta.number << ")";
+  std::cerr << "\n";
+}
+
+void FramePrinter::flush() {
+  fwrite(out_.data(), 1, out_.size(), file_);
+  out_.clear();
+}
+
+void FramePrinter::finish(const SessionStats& s) {
+  if (o_.api_table) {
+    char line[160];
+    snprintf(line, sizeof line, "%-4s %-40s %-8s %-9s %s\n", "key", "api", "version", "direction", "frames");
+    out_ += line;
+    for (const auto& [k, n] : per_api_) {
+      const MessageProgram* m =
+          ps_.find(std::get<0>(k), std::get<1>(k), std::get<2>(k) ? Direction::Response : Direction::Request);
+      snprintf(line, sizeof line, "%-4d %-40s %-8d %-9s %llu\n", std::get<0>(k),
+               m ? std::string(m->api_name).c_str() : "?", std::get<1>(k), std::get<2>(k) ? "response" : "request",
+               static_cast<unsigned long long>(n));
+      out_ += line;
+    }
+  }
+  if (o_.stats) {
+    const std::pair<const char*, uint64_t> fields[] = {
+        {"frames", frames_},           {"requests", requests_},         {"responses", responses_},
+        {"unmatched", unmatched_},     {"malformed", malformed_},       {"resyncs", s.resyncs},
+        {"skipped_bytes", s.skipped_bytes}, {"lost_bytes", s.lost_bytes}, {"unanswered", s.unanswered},
+        {"not_kafka", s.not_kafka},    {"sasl_tokens", s.sasl_tokens},  {"capture_errors", capture_errors_},
+    };
+    out_ += o_.json ? "{\"stats\":{" : "stats:";
+    bool first = true;
+    for (const auto& [name, value] : fields) {
+      if (o_.json) {
+        if (!first) out_ += ',';
+        out_ += '"';
+        out_ += name;
+        out_ += "\":";
+      } else {
+        out_ += ' ';
+        out_ += name;
+        out_ += '=';
+      }
+      append_int(out_, static_cast<int64_t>(value));
+      first = false;
+    }
+    out_ += o_.json ? "}}\n" : "\n";
+  }
+  flush();
+  fflush(file_);
+}
+
+}  // namespace kwire::cli

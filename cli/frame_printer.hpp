@@ -1,0 +1,73 @@
+// The output of every command that decodes (kwire decode, kwire record
+// --decode): summary lines, -V trees or JSON lines for each Kafka message,
+// skips and capture errors, and the closing statistics.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "dissector/output/text_buffer.hpp"
+#include "dissector/protocol/session.hpp"
+
+namespace kwire::cli {
+
+struct OutputOptions {
+  bool verbose = false;      // -V
+  bool json = false;         // -T json
+  std::set<int> apis;        // --api; empty: all
+  bool errors_only = false;  // --errors
+  long long limit = -1;      // -c (decode)
+  bool stats = false;        // --stats
+  bool api_table = false;    // --api-table
+};
+
+// Parses one output option at args[i] (advancing i past its value). Returns
+// 1 when consumed, 0 when args[i] is not an output option, -1 on error.
+int parse_output_option(const std::vector<std::string>& args, size_t& i, const ProgramSet& ps, OutputOptions& o,
+                        std::string& error);
+// The help lines for those options.
+extern const char* const kOutputOptionsHelp;
+
+class FramePrinter : public FrameHandler {
+ public:
+  // `program` prefixes capture errors ("kwire decode: FILE: ...").
+  FramePrinter(const ProgramSet& ps, const OutputOptions& o, std::string program, std::FILE* out = stdout);
+
+  void on_frame(const FrameContext& ctx, const Frame& f) override;
+  void on_skip(const FrameContext& ctx, uint64_t length, const std::string& reason) override;
+  void on_capture_error(const PacketMeta& meta, const std::string& where, const std::string& reason) override;
+
+  void flush();
+  // The --api-table and --stats lines; `sessions` and `capture_errors` fill
+  // the counts of what is not a Kafka message.
+  void finish(const SessionStats& sessions);
+
+  uint64_t messages() const { return frames_; }
+  uint64_t capture_errors() const { return capture_errors_; }
+  void set_where(std::string where) { where_ = std::move(where); }
+
+ private:
+  bool selected(const Frame& f) const;
+  void note_time(const FrameContext& ctx);
+  void line_head(const FrameContext& ctx, bool numbered);
+
+  const ProgramSet& ps_;
+  const OutputOptions& o_;
+  std::string program_;
+  std::string where_;
+  std::FILE* file_;
+  TextBuffer out_;
+  uint64_t frames_ = 0, requests_ = 0, responses_ = 0, unmatched_ = 0, malformed_ = 0;
+  uint64_t capture_errors_ = 0;
+  std::map<std::tuple<int, int, int>, uint64_t> per_api_;
+  long long printed_ = 0;
+  bool first_time_set_ = false;
+  int64_t first_sec_ = 0;
+  int32_t first_usec_ = 0;
+};
+
+}  // namespace kwire::cli
