@@ -38,6 +38,7 @@ static void usage(std::ostream& out) {
   out << "usage: kwire <command> [options]\n\n"
          "commands:\n"
          "  decode -r FILE   decode Kafka traffic in a pcap/pcapng file\n"
+         "  record -i IFACE  capture Kafka traffic live into pcapng (or re-filter a file with -r)\n"
          "  specs [NAME]     list the APIs kwire knows, or show a message's wire layout\n\n"
          "Run 'kwire <command> --help' for its options.\n";
 }
@@ -50,7 +51,12 @@ int main(int argc, char** argv) {
   }
   std::string cmd = args[0];
   args.erase(args.begin());
+  if (cmd == "--version" || cmd == "version") {
+    std::cout << "kwire " << KWIRE_VERSION << "\n";
+    return 0;
+  }
   if (cmd == "decode") return kwire::cli::decode_command(std::move(args));
+  if (cmd == "record") return kwire::cli::record_command(std::move(args));
   if (cmd == "specs") return kwire::cli::specs_command(std::move(args));
   std::cerr << "kwire: unknown command '" << cmd << "'\n";
   usage(std::cerr);

@@ -246,6 +246,7 @@ void KafkaSessions::settle(Conn& c) {
   const size_t n0 = c.candidates[0].size(), n1 = c.candidates[1].size();
   if (n0 == 0 && n1 == 0) {
     if (c.probed > 0) decide(c, false, false, PacketMeta{});
+    else out_.on_verdict(c.tcp, false, c.tcp.client);  // no payload at all: nothing to count
     return;
   }
   decide(c, true, n1 > n0, c.dirs[n1 > n0 ? 1 : 0].last);
@@ -625,6 +626,7 @@ void KafkaSessions::on_close(const TcpConnection& t) {
     for (int dir = 0; dir < 2; ++dir) truncated(c, dir, c.dirs[dir].last, "the capture ends here");
     stats_.unanswered += c.pending.size();
   }
+  out_.on_connection_end(c.tcp);
   conns_.erase(it);
 }
 

@@ -1,0 +1,482 @@
+// kwire record: live capture (or re-filtering a capture file) into pcapng,
+// understanding Kafka while it records.
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include "cli/commands.hpp"
+#include "cli/frame_printer.hpp"
+#include "dissector/output/output.hpp"
+#include "dissector/protocol/session.hpp"
+#include "recorder/capture.hpp"
+#include "recorder/flow_gate.hpp"
+#include "recorder/packet.hpp"
+#include "recorder/packet_source.hpp"
+#include "recorder/pcapng_writer.hpp"
+
+namespace kwire::cli {
+
+namespace {
+
+const char* kRecordHelp =
+    "usage: kwire record (-i IFACE | -r FILE|-) -w FILE|- [options]\n"
+    "  -i IFACE           capture live on IFACE (lo, any, eth0; -D lists them)\n"
+    "  -r FILE            re-filter a pcap/pcapng file (- reads standard input)\n"
+    "  -w FILE|-          write pcapng here (- writes standard output)\n"
+    "  -p PORTS           Kafka ports, comma separated (default 9092); the default capture\n"
+    "                     filter is \"tcp port P1 or tcp port P2 ...\"\n"
+    "  -f FILTER          BPF capture filter (replaces the default)\n"
+    "  --auto             capture all TCP and keep only the connections recognised as Kafka,\n"
+    "                     whatever their port; a new connection's packets wait for its verdict\n"
+    "  -s SNAPLEN         bytes kept per packet (default 262144)\n"
+    "  -B MiB             kernel capture buffer size (default 64)\n"
+    "  -c N               stop after N packets\n"
+    "  -a duration:S|filesize:KB|packets:N   stop condition, as dumpcap has it\n"
+    "  -C MB              start a new file when the current one reaches MB (10^6 bytes)\n"
+    "  -G SECONDS         start a new file every SECONDS\n"
+    "  -W N               keep a ring of N files (with -C or -G)\n"
+    "  --annotate         kwire's summary of each Kafka message as the comment of the packet\n"
+    "                     that completes it\n"
+    "  --decode           print the Kafka messages while recording (these options apply:)\n";
+
+const char* kRecordTail =
+    "  -q                 no status line on a terminal\n"
+    "  -D                 list the interfaces and exit\n"
+    "On exit (Ctrl-C, SIGTERM, SIGHUP, -c, -a, end of -r) stderr gets the final statistics:\n"
+    "  kwire record: received=N kernel_dropped=N if_dropped=N written=N kafka_messages=N\n"
+    "                connections=N kafka_connections=N evicted=N files=N\n"
+    "exit status: 0 done; 1 a write or capture failure (the file keeps every whole packet\n"
+    "written before it); 2 bad usage, unknown interface, no capture privilege, bad filter\n";
+
+volatile sig_atomic_t g_stop = 0;
+void on_signal(int) { g_stop = 1; }
+
+void install_signals() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: poll() wakes up
+  for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaction(s, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);  // a closed pipe is a write error, reported
+}
+
+int64_t wall_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_REALTIME, &t);
+  return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
+
+int64_t mono_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
+
+struct RecordOptions {
+  std::string iface, input, output;
+  std::set<uint16_t> ports{9092};
+  std::string filter;
+  bool filter_given = false;
+  bool auto_mode = false;
+  uint32_t snaplen = 262144;
+  // Immediate mode gives each packet a fixed-size slot in the kernel ring
+  // (libpcap's TPACKET_V2), so libpcap's 2 MiB default holds only a few dozen
+  // loopback-sized packets: bursts were dropped. 64 MiB holds about a thousand.
+  int buffer_mib = 64;
+  long long packets = -1;
+  double duration_s = 0;
+  uint64_t filesize_kb = 0;
+  uint64_t rotate_mb = 0, rotate_s = 0;
+  uint32_t ring = 0;
+  bool annotate = false, decode = false, quiet = false, list = false;
+  OutputOptions out;
+};
+
+bool number(const std::string& s, long long& v) {
+  try {
+    size_t used = 0;
+    v = std::stoll(s, &used);
+    return used == s.size() && v >= 0;
+  } catch (...) {
+    return false;
+  }
+}
+
+// Returns 0 when parsed, else the exit status (2) after printing why.
+int parse(std::vector<std::string>& args, const ProgramSet& ps, RecordOptions& o) {
+  std::string error;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&](const char* what) -> const std::string* {
+      if (i + 1 >= args.size()) {
+        std::cerr << "kwire record: " << a << " needs " << what << "\n";
+        return nullptr;
+      }
+      return &args[++i];
+    };
+    auto count = [&](const char* what, long long& v) {
+      const std::string* s = value(what);
+      if (!s) return false;
+      if (!number(*s, v)) {
+        std::cerr << "kwire record: " << a << " needs " << what << ", not '" << *s << "'\n";
+        return false;
+      }
+      return true;
+    };
+    long long n = 0;
+    if (o.decode) {
+      const int used = parse_output_option(args, i, ps, o.out, error);
+      if (used < 0) { std::cerr << "kwire record: " << error << "\n"; return 2; }
+      if (used > 0) continue;
+    }
+    if (a == "-h" || a == "--help") {
+      std::cout << kRecordHelp << kOutputOptionsHelp << kRecordTail;
+      return -1;
+    } else if (a == "-i") { auto v = value("an interface"); if (!v) return 2; o.iface = *v; }
+    else if (a == "-r") { auto v = value("a file"); if (!v) return 2; o.input = *v; }
+    else if (a == "-w") { auto v = value("a file"); if (!v) return 2; o.output = *v; }
+    else if (a == "-p") {
+      auto v = value("ports"); if (!v) return 2;
+      if (!parse_ports(*v, o.ports, error)) { std::cerr << "kwire record: " << error << "\n"; return 2; }
+    }
+    else if (a == "-f") { auto v = value("a filter"); if (!v) return 2; o.filter = *v; o.filter_given = true; }
+    else if (a == "--auto") o.auto_mode = true;
+    else if (a == "-s") { if (!count("a snaplen", n) || n < 64 || n > 262144) { std::cerr << "kwire record: -s takes 64..262144\n"; return 2; } o.snaplen = static_cast<uint32_t>(n); }
+    else if (a == "-B") { if (!count("a size in MiB", n) || n > 4096) return 2; o.buffer_mib = static_cast<int>(n); }
+    else if (a == "-c") { if (!count("a packet count", n)) return 2; o.packets = n; }
+    else if (a == "-C") { if (!count("a size in MB", n) || n == 0) { std::cerr << "kwire record: -C needs a size in MB above 0\n"; return 2; } o.rotate_mb = static_cast<uint64_t>(n); }
+    else if (a == "-G") { if (!count("seconds", n) || n == 0) { std::cerr << "kwire record: -G needs seconds above 0\n"; return 2; } o.rotate_s = static_cast<uint64_t>(n); }
+    else if (a == "-W") { if (!count("a file count", n) || n == 0) { std::cerr << "kwire record: -W needs a count above 0\n"; return 2; } o.ring = static_cast<uint32_t>(n); }
+    else if (a == "-a") {
+      auto v = value("duration:S, filesize:KB or packets:N"); if (!v) return 2;
+      const auto colon = v->find(':');
+      const std::string kind = v->substr(0, colon), amount = colon == std::string::npos ? "" : v->substr(colon + 1);
+      if (!number(amount, n) || n == 0 || (kind != "duration" && kind != "filesize" && kind != "packets")) {
+        std::cerr << "kwire record: -a takes duration:SECONDS, filesize:KB or packets:N, not '" << *v << "'\n";
+        return 2;
+      }
+      if (kind == "duration") o.duration_s = static_cast<double>(n);
+      else if (kind == "filesize") o.filesize_kb = static_cast<uint64_t>(n);
+      else o.packets = n;
+    }
+    else if (a == "--annotate") o.annotate = true;
+    else if (a == "--decode") o.decode = true;
+    else if (a == "-q") o.quiet = true;
+    else if (a == "-D") o.list = true;
+    else {
+      std::cerr << "kwire record: unknown option " << a << (o.decode ? "" : " (output options need --decode first)")
+                << "\n" << kRecordHelp << kOutputOptionsHelp << kRecordTail;
+      return 2;
+    }
+  }
+  if (o.list) return 0;
+  if (o.iface.empty() == o.input.empty()) { std::cerr << "kwire record: give one of -i IFACE or -r FILE\n"; return 2; }
+  if (o.output.empty()) { std::cerr << "kwire record: -w FILE is required (- for standard output)\n"; return 2; }
+  if (o.output == "-" && o.decode) {
+    std::cerr << "kwire record: --decode prints to standard output, which -w - already uses\n";
+    return 2;
+  }
+  if (!o.filter_given) {
+    if (o.auto_mode) {
+      o.filter = "tcp";
+    } else {
+      for (uint16_t p : o.ports) o.filter += (o.filter.empty() ? "tcp port " : " or tcp port ") + std::to_string(p);
+    }
+  }
+  return 0;
+}
+
+// Feeds the sessions' view of each packet to the outputs: --decode's printer,
+// --annotate's comment for the packet being processed, --auto's gate.
+class Recording : public FrameHandler {
+ public:
+  Recording(const ProgramSet& ps, const RecordOptions& o, FlowGate* gate)
+      : ps_(ps), o_(o), gate_(gate) {
+    if (o.decode) printer_.emplace(ps, o.out, "kwire record");
+  }
+
+  void on_frame(const FrameContext& ctx, const Frame& f) override {
+    if (!ctx.not_kafka) ++messages_;
+    if (printer_) printer_->on_frame(ctx, f);
+    if (o_.annotate && ctx.packet.number == current_) {
+      if (!comment_.empty()) comment_ += '\n';
+      append_summary(comment_, ps_, f, &ctx);
+    }
+  }
+  void on_skip(const FrameContext& ctx, uint64_t length, const std::string& reason) override {
+    if (printer_) printer_->on_skip(ctx, length, reason);
+  }
+  void on_capture_error(const PacketMeta& meta, const std::string& where, const std::string& reason) override {
+    ++capture_errors_;
+    if (printer_) {
+      printer_->on_capture_error(meta, where, reason);
+    } else {
+      std::cerr << "\rkwire record: " << where << ": " << reason << "\n";
+    }
+  }
+  void on_verdict(const TcpConnection& c, bool kafka, const Endpoint&) override {
+    if (gate_) gate_->verdict(c.client, c.server, kafka, now_);
+  }
+  void on_connection_end(const TcpConnection& c) override {
+    if (gate_) gate_->ended(c.client, c.server, now_);
+  }
+
+  // The packet about to go through the sessions.
+  void begin_packet(uint64_t number, int64_t now_ns) {
+    current_ = number;
+    now_ = now_ns;
+    comment_.clear();
+  }
+  std::string_view comment_for(uint64_t number) const {
+    return number == current_ ? std::string_view(comment_.data(), comment_.size()) : std::string_view();
+  }
+  void finish(const SessionStats& s) {
+    if (printer_) printer_->finish(s);
+  }
+  uint64_t messages() const { return messages_; }
+  uint64_t capture_errors() const { return capture_errors_; }
+
+ private:
+  const ProgramSet& ps_;
+  const RecordOptions& o_;
+  FlowGate* gate_;
+  std::optional<FramePrinter> printer_;
+  TextBuffer comment_;
+  uint64_t current_ = 0;
+  int64_t now_ = 0;
+  uint64_t messages_ = 0;
+  uint64_t capture_errors_ = 0;
+};
+
+class Recorder {
+ public:
+  Recorder(const ProgramSet& ps, const RecordOptions& o) : ps_(ps), o_(o) {}
+  int run();
+
+ private:
+  bool open(int& status);
+  void packet(const RawPacket& raw);
+  void write(int64_t ts_ns, std::span<const uint8_t> data, uint32_t wire_len, uint64_t number);
+  void housekeeping(bool force);
+  void status_line(bool last);
+  int finish(int status);
+
+  const ProgramSet& ps_;
+  const RecordOptions& o_;
+  std::unique_ptr<PacketSource> src_;
+  std::unique_ptr<PcapngWriter> writer_;
+  std::unique_ptr<FlowGate> gate_;
+  std::unique_ptr<Recording> rec_;
+  std::unique_ptr<KafkaSessions> sessions_;
+  std::unique_ptr<PacketPipeline> pipeline_;
+  CaptureStats cstats_;
+  uint32_t iface_ = 0;
+  uint64_t captured_ = 0;
+  uint64_t bytes_ = 0;
+  uint64_t non_tcp_dropped_ = 0;
+  std::string write_error_;
+  bool stop_ = false;
+  bool status_ = false;
+  int64_t started_mono_ = 0;
+  int64_t last_house_ = 0;
+  int64_t last_status_ = 0;
+  int64_t last_ts_ = 0;
+};
+
+bool Recorder::open(int& status) {
+  std::string error;
+  SourceError kind = SourceError::None;
+  if (!o_.iface.empty()) {
+    src_ = PacketSource::open_live({o_.iface, o_.filter, o_.snaplen, o_.buffer_mib}, error, kind);
+  } else {
+    src_ = PacketSource::open_file(o_.input, o_.filter, error, kind);
+  }
+  if (!src_) {
+    std::cerr << "kwire record: " << error << "\n";
+    status = kind == SourceError::Usage ? 2 : 1;
+    return false;
+  }
+  if (!is_supported_link_type(src_->link_type())) {
+    std::cerr << "kwire record: " << src_->name() << ": unsupported " << link_type_name(src_->link_type()) << "\n";
+    status = 2;
+    return false;
+  }
+  PcapngWriterOptions wo;
+  wo.path = o_.output;
+  wo.rotate_bytes = o_.rotate_mb * 1'000'000;
+  wo.rotate_seconds = o_.rotate_s;
+  wo.ring_files = o_.ring;
+  wo.application = std::string("kwire ") + KWIRE_VERSION;
+  writer_ = PcapngWriter::open(wo, error);
+  if (!writer_) {
+    std::cerr << "kwire record: " << error << "\n";
+    status = wo.path == "-" || (o_.ring && !o_.rotate_mb && !o_.rotate_s) ? 2 : 1;
+    return false;
+  }
+  iface_ = writer_->add_interface({src_->pcapng_link_type(), src_->snaplen(), src_->name(), "", o_.filter});
+  if (o_.auto_mode) {
+    gate_ = std::make_unique<FlowGate>(FlowGateLimits{}, [this](int64_t ts, std::span<const uint8_t> d, uint32_t len, uint64_t n) {
+      write(ts, d, len, n);
+    });
+  }
+  rec_ = std::make_unique<Recording>(ps_, o_, gate_.get());
+  SessionOptions so;
+  so.ports = o_.ports;
+  sessions_ = std::make_unique<KafkaSessions>(ps_, so, *rec_);
+  pipeline_ = std::make_unique<PacketPipeline>(src_->link_type(), CaptureOptions{}, *sessions_, cstats_);
+  status_ = !o_.quiet && isatty(2) && src_->live();
+  return true;
+}
+
+void Recorder::write(int64_t ts_ns, std::span<const uint8_t> data, uint32_t wire_len, uint64_t number) {
+  if (!write_error_.empty()) return;
+  if (!writer_->write_packet(iface_, ts_ns, data, wire_len, rec_->comment_for(number), write_error_)) stop_ = true;
+}
+
+void Recorder::packet(const RawPacket& raw) {
+  ++captured_;
+  bytes_ += raw.caplen;
+  last_ts_ = raw.ts_ns;
+  PacketMeta meta;
+  meta.number = captured_;
+  meta.ts_sec = raw.ts_ns / 1'000'000'000;
+  meta.ts_usec = static_cast<int32_t>((raw.ts_ns % 1'000'000'000) / 1000);
+  rec_->begin_packet(captured_, src_->live() ? wall_ns() : raw.ts_ns);
+  const DecodedPacket& d = pipeline_->add(raw.data, raw.caplen, raw.wire_len, meta);
+  const std::span<const uint8_t> bytes(raw.data, raw.caplen);
+  if (!gate_) {
+    write(raw.ts_ns, bytes, raw.wire_len, captured_);
+  } else if (d.kind == PacketKind::Tcp) {
+    gate_->packet(d.tcp.src, d.tcp.dst, raw.ts_ns, bytes, raw.wire_len, captured_);
+  } else {
+    ++non_tcp_dropped_;  // --auto keeps TCP connections only
+  }
+  if (o_.packets >= 0 && static_cast<long long>(captured_) >= o_.packets) stop_ = true;
+  if (o_.filesize_kb && writer_->bytes_written() >= o_.filesize_kb * 1000) stop_ = true;
+}
+
+// A few times a second: flush, rotate by time, evict idle flows, check the
+// deadline, refresh the status line.
+void Recorder::housekeeping(bool force) {
+  const int64_t now = mono_ns();
+  if (!force && now - last_house_ < 100'000'000) return;
+  last_house_ = now;
+  const int64_t clock = src_->live() ? wall_ns() : last_ts_;
+  if (write_error_.empty() && !(writer_->tick(clock, write_error_) && writer_->flush(write_error_))) stop_ = true;
+  if (gate_) gate_->tick(clock);
+  if (o_.duration_s > 0 && static_cast<double>(now - started_mono_) / 1e9 >= o_.duration_s) stop_ = true;
+  if (status_ && now - last_status_ >= 1'000'000'000) {
+    last_status_ = now;
+    status_line(false);
+  }
+}
+
+void Recorder::status_line(bool last) {
+  const SourceStats s = src_->stats();
+  char line[512];
+  snprintf(line, sizeof line,
+           "\rkwire record: %llu packets, %.1f MB, %llu Kafka messages, %llu connections, %llu dropped by kernel, file %s\033[K",
+           static_cast<unsigned long long>(captured_), static_cast<double>(bytes_) / 1e6,
+           static_cast<unsigned long long>(rec_->messages()), static_cast<unsigned long long>(cstats_.connections),
+           static_cast<unsigned long long>(s.kernel_dropped), writer_->current_path().c_str());
+  std::cerr << line << (last ? "\n" : "") << std::flush;
+}
+
+int Recorder::run() {
+  int status = 0;
+  if (!open(status)) return status;
+  install_signals();
+  std::cerr << "kwire record: capturing on " << src_->name() << " (filter: " << (o_.filter.empty() ? "none" : o_.filter)
+            << (o_.auto_mode ? "; keeping connections recognised as Kafka" : "") << "), writing "
+            << (o_.output == "-" ? "standard output" : writer_->current_path()) << std::endl;
+  started_mono_ = last_house_ = mono_ns();
+  const std::function<void(const RawPacket&)> on_packet = [this](const RawPacket& r) { packet(r); };
+  std::string error;
+  while (!stop_ && !g_stop) {
+    const PacketSource::Read r = src_->read(256, 100, on_packet, error);
+    if (r == PacketSource::Read::End) break;
+    if (r == PacketSource::Read::Error) {
+      if (src_->damaged()) {
+        rec_->on_capture_error(PacketMeta{captured_ + 1}, "packet " + std::to_string(captured_ + 1), error);
+      } else {
+        std::cerr << "\rkwire record: " << error << "\n";
+      }
+      status = 1;
+      break;
+    }
+    housekeeping(false);
+  }
+  // Stopping: what libpcap still holds goes into the file too.
+  if (src_->live() && write_error_.empty()) {
+    for (int i = 0; i < 1000 && src_->read(4096, 0, on_packet, error) == PacketSource::Read::Packets; ++i) {
+    }
+  }
+  return finish(status);
+}
+
+int Recorder::finish(int status) {
+  pipeline_->finish();
+  if (gate_) gate_->finish();
+  housekeeping(true);
+  const SourceStats s = src_->stats();
+  InterfaceStatistics is;
+  is.received = s.received;
+  is.kernel_dropped = s.kernel_dropped;
+  is.if_dropped = s.if_dropped;
+  is.delivered_to_file = writer_->packets_written();
+  std::string close_error;
+  if (!writer_->close({is}, close_error) && write_error_.empty()) write_error_ = close_error;
+  if (status_) status_line(true);
+  rec_->finish(sessions_->stats());
+  if (!write_error_.empty()) {
+    std::cerr << "kwire record: " << write_error_ << "\n";
+    status = 1;
+  }
+  const uint64_t evicted = gate_ ? gate_->stats().evicted_flows : 0;
+  char line[400];
+  snprintf(line, sizeof line,
+           "kwire record: received=%llu kernel_dropped=%llu if_dropped=%llu written=%llu kafka_messages=%llu "
+           "connections=%llu kafka_connections=%llu evicted=%llu files=%zu\n",
+           static_cast<unsigned long long>(src_->live() ? s.received : captured_),
+           static_cast<unsigned long long>(s.kernel_dropped), static_cast<unsigned long long>(s.if_dropped),
+           static_cast<unsigned long long>(writer_->packets_written()), static_cast<unsigned long long>(rec_->messages()),
+           static_cast<unsigned long long>(cstats_.connections),
+           static_cast<unsigned long long>(sessions_->stats().kafka_connections),
+           static_cast<unsigned long long>(evicted), writer_->files().size());
+  std::cerr << line;
+  if (gate_ && gate_->stats().evicted_flows) {
+    std::cerr << "kwire record: " << gate_->stats().evicted_packets << " packets of " << evicted
+              << " connections were not written: no verdict on Kafka before they went idle or hit the hold limit\n";
+  }
+  return status;
+}
+
+}  // namespace
+
+int record_command(std::vector<std::string> args) {
+  ProgramSet ps = ProgramSet::release();
+  std::string error;
+  if (!apply_spec_options(args, ps, error)) {
+    std::cerr << "kwire record: " << error << "\n";
+    return 2;
+  }
+  RecordOptions o;
+  const int parsed = parse(args, ps, o);
+  if (parsed == -1) return 0;
+  if (parsed != 0) return parsed;
+  if (o.list) {
+    auto names = list_interfaces(error);
+    if (!error.empty()) { std::cerr << "kwire record: cannot list interfaces: " << error << "\n"; return 1; }
+    for (const auto& n : names) std::cout << n << "\n";
+    return 0;
+  }
+  Recorder r(ps, o);
+  return r.run();
+}
+
+}  // namespace kwire::cli

@@ -1,0 +1,153 @@
+// `kwire record -r`: re-filtering captures into pcapng, offline. The files it
+// writes are read back by tshark and capinfos (independent readers) as well
+// as by kwire decode. The live cases (an interface, signals, rotation under
+// load, privileges, a full disk) are in tests/live/record_live.sh.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+
+#include "recorder/pcap_writer.hpp"
+#include "tests/test_support.hpp"
+
+using namespace kwire;
+
+namespace {
+
+using test::kwire_cmd;
+using test::lines;
+
+std::string sh(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen((cmd + " 2>/dev/null").c_str(), "r");
+  if (!p) return out;
+  char buf[65536];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
+// The JSON lines of `kwire decode` without the per-line packet times, which
+// the pcapng writer keeps at nanoseconds and pcap readers may round.
+std::vector<std::string> decoded(const std::string& file) {
+  auto r = kwire_cmd("decode -r " + file + " -T json");
+  EXPECT_EQ(r.status, 0) << r.err;
+  return lines(r.out);
+}
+
+class RecordCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("kwire-record-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  std::filesystem::path dir_;
+};
+
+}  // namespace
+
+TEST_F(RecordCli, RewritingEveryRealCaptureKeepsEveryPacketAndMessage) {
+  for (const char* name : {"demo", "stateful", "admin", "plugin-failures", "old-client", "topology-upgrade"}) {
+    const std::string in = std::string(KWIRE_SOURCE_DIR) + "/captures/" + name + ".pcapng";
+    const std::string out = path(std::string(name) + ".pcapng");
+    auto r = kwire_cmd("record -r " + in + " -w " + out + " -f tcp");
+    ASSERT_EQ(r.status, 0) << name << ": " << r.err;
+    // tshark reads the same packets, byte for byte, with the same times.
+    const std::string fields = " -T fields -e frame.time_epoch -e frame.len -e tcp.stream -e tcp.seq_raw -e data.len";
+    EXPECT_EQ(sh("tshark -r " + out + fields), sh("tshark -r " + in + fields)) << name;
+    EXPECT_EQ(decoded(out), decoded(in)) << name;
+    EXPECT_NE(sh("capinfos " + out).find("kwire " + std::string("0.1.0")), std::string::npos) << name;
+  }
+}
+
+TEST_F(RecordCli, AutoKeepsExactlyTheKafkaConnectionsWhateverTheirPorts) {
+  const std::string in = path("mixed.pcap");
+  {
+    SyntheticCapture cap(in);
+    const std::vector<uint16_t> kafka_ports = {19092, 29093, 39094};
+    uint32_t i = 0;
+    for (uint16_t port : kafka_ports) {
+      uint32_t c = cap.connect(make_endpoint("10.0.0.1", static_cast<uint16_t>(41000 + i)), make_endpoint("10.0.0.2", port));
+      cap.send(c, StreamSide::FromClient, test::heartbeat_request(static_cast<int>(10 + i), "m", 0));
+      cap.send(c, StreamSide::FromServer, test::heartbeat_response(static_cast<int>(10 + i), "m", 1));
+      ++i;
+    }
+    const std::string get = "GET /index.html HTTP/1.1\r\nHost: example\r\n\r\n";
+    const std::string ok = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+    uint32_t http = cap.connect(make_endpoint("10.0.0.1", 42000), make_endpoint("10.0.0.3", 8080));
+    cap.send(http, StreamSide::FromClient, std::vector<uint8_t>(get.begin(), get.end()));
+    cap.send(http, StreamSide::FromServer, std::vector<uint8_t>(ok.begin(), ok.end()));
+    cap.close(http);
+    std::vector<uint8_t> binary(3000);
+    for (size_t k = 0; k < binary.size(); ++k) binary[k] = static_cast<uint8_t>(k * 7919 >> 3);
+    uint32_t other = cap.connect(make_endpoint("10.0.0.1", 42001), make_endpoint("10.0.0.4", 5432));
+    cap.send(other, StreamSide::FromClient, binary);
+    cap.close(other);
+    for (uint32_t k = 0; k < 3; ++k) cap.close(k);
+  }
+  const std::string out = path("auto.pcapng");
+  auto r = kwire_cmd("record -r " + in + " --auto -w " + out);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("kafka_connections=3 evicted=0"), std::string::npos) << r.err;
+  // Every packet of the Kafka connections, and nothing else, by tshark's count.
+  const std::string kafka = "tcp.port == 19092 || tcp.port == 29093 || tcp.port == 39094";
+  const std::string want = sh("tshark -r " + in + " -Y '" + kafka + "' -T fields -e frame.len -e tcp.seq_raw");
+  EXPECT_FALSE(want.empty());
+  EXPECT_EQ(sh("tshark -r " + out + " -T fields -e frame.len -e tcp.seq_raw"), want);
+  auto stats = kwire_cmd("decode -r " + out + " --stats -c 0");
+  EXPECT_EQ(stats.out.rfind("stats: frames=6 requests=3 responses=3 unmatched=0 malformed=0", 0), 0u) << stats.out;
+}
+
+TEST_F(RecordCli, AnnotateCommentsThePacketThatCompletesEachMessage) {
+  const std::string in = std::string(KWIRE_SOURCE_DIR) + "/captures/demo.pcapng";
+  const std::string out = path("annotated.pcapng");
+  auto r = kwire_cmd("record -r " + in + " -w " + out + " -f tcp --annotate");
+  ASSERT_EQ(r.status, 0) << r.err;
+  // One comment line per message: the summary kwire decode prints for it,
+  // on the packet tshark numbers the same way as in the original.
+  auto summary = lines(kwire_cmd("decode -r " + in).out);
+  EXPECT_EQ(summary.size(), 206u);
+  const std::string all = sh("tshark -r " + out + " -Y frame.comment -T fields -e frame.comment");
+  for (const auto& line : summary) {
+    const std::string text = line.substr(line.find(' ', line.find("\u2192") + 4) + 1);
+    EXPECT_NE(all.find(text), std::string::npos) << text;
+  }
+  EXPECT_NE(sh("tshark -r " + out + " -Y 'frame.number == 42' -T fields -e frame.comment"),
+            sh("tshark -r " + out + " -Y 'frame.number == 41' -T fields -e frame.comment"));
+}
+
+TEST_F(RecordCli, ADamagedInputKeepsEverythingBeforeTheDamageAndSaysSo) {
+  const std::string in = path("cut.pcapng");
+  std::filesystem::copy_file(std::string(KWIRE_SOURCE_DIR) + "/captures/demo.pcapng", in);
+  std::filesystem::resize_file(in, std::filesystem::file_size(in) / 2);
+  // tshark reads the whole packets before the cut and complains about the rest.
+  const size_t whole = lines(sh("tshark -r " + in + " -T fields -e frame.number")).size();
+  ASSERT_GT(whole, 100u);
+  const std::string out = path("from-cut.pcapng");
+  auto r = kwire_cmd("record -r " + in + " -w " + out + " -f tcp");
+  EXPECT_EQ(r.status, 256) << r.err;
+  EXPECT_NE(r.err.find("packet " + std::to_string(whole + 1) + ": "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" written=" + std::to_string(whole) + " "), std::string::npos) << r.err;
+  // Every one of them is in a file that capinfos reads without complaint.
+  auto info = sh("capinfos -c -M " + out + "; echo status=$?");
+  EXPECT_NE(info.find("Number of packets:   " + std::to_string(whole) + "\n"), std::string::npos) << info;
+  EXPECT_NE(info.find("status=0"), std::string::npos) << info;
+}
+
+TEST_F(RecordCli, BadUsageSaysWhatIsWrong) {
+  auto neither = kwire_cmd("record -w " + path("x.pcapng"));
+  EXPECT_EQ(neither.status, 512);
+  EXPECT_NE(neither.err.find("give one of -i IFACE or -r FILE"), std::string::npos) << neither.err;
+  auto bpf = kwire_cmd("record -r " + std::string(KWIRE_SOURCE_DIR) + "/captures/demo.pcapng -w " + path("y.pcapng") +
+                       " -f 'tcp port'");
+  EXPECT_EQ(bpf.status, 512);
+  EXPECT_NE(bpf.err.find("invalid BPF filter 'tcp port'"), std::string::npos) << bpf.err;
+  EXPECT_FALSE(std::filesystem::exists(path("y.pcapng")));
+  auto decode_to_stdout = kwire_cmd("record -r x -w - --decode");
+  EXPECT_EQ(decode_to_stdout.status, 512);
+  auto bad_a = kwire_cmd("record -i lo -w x -a minutes:3");
+  EXPECT_NE(bad_a.err.find("-a takes duration:SECONDS"), std::string::npos) << bad_a.err;
+}
