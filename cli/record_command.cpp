@@ -18,6 +18,8 @@
 #include "recorder/packet.hpp"
 #include "recorder/packet_source.hpp"
 #include "recorder/pcapng_writer.hpp"
+#include "recorder/redactor.hpp"
+#include "recorder/tcp_reassembler.hpp"
 
 namespace kwire::cli {
 
@@ -42,6 +44,8 @@ const char* kRecordHelp =
     "  -W N               keep a ring of N files (with -C or -G)\n"
     "  --annotate         kwire's summary of each Kafka message as the comment of the packet\n"
     "                     that completes it\n"
+    "  --redact-sasl      write SaslAuthenticate auth bytes and raw SASL tokens as zero bytes\n"
+    "                     of the same length (the file still decodes)\n"
     "  --decode           print the Kafka messages while recording (these options apply:)\n";
 
 const char* kRecordTail =
@@ -93,7 +97,7 @@ struct RecordOptions {
   uint64_t filesize_kb = 0;
   uint64_t rotate_mb = 0, rotate_s = 0;
   uint32_t ring = 0;
-  bool annotate = false, decode = false, quiet = false, list = false;
+  bool annotate = false, decode = false, quiet = false, list = false, redact = false;
   OutputOptions out;
 };
 
@@ -165,6 +169,7 @@ int parse(std::vector<std::string>& args, const ProgramSet& ps, RecordOptions& o
       else o.packets = n;
     }
     else if (a == "--annotate") o.annotate = true;
+    else if (a == "--redact-sasl") o.redact = true;
     else if (a == "--decode") o.decode = true;
     else if (a == "-q") o.quiet = true;
     else if (a == "-D") o.list = true;
@@ -195,13 +200,14 @@ int parse(std::vector<std::string>& args, const ProgramSet& ps, RecordOptions& o
 // --annotate's comment for the packet being processed, --auto's gate.
 class Recording : public FrameHandler {
  public:
-  Recording(const ProgramSet& ps, const RecordOptions& o, FlowGate* gate)
-      : ps_(ps), o_(o), gate_(gate) {
+  Recording(const ProgramSet& ps, const RecordOptions& o, FlowGate* gate, Redactor* redactor)
+      : ps_(ps), o_(o), gate_(gate), redactor_(redactor) {
     if (o.decode) printer_.emplace(ps, o.out, "kwire record");
   }
 
   void on_frame(const FrameContext& ctx, const Frame& f) override {
     if (!ctx.not_kafka) ++messages_;
+    if (redactor_) redact(ctx, f);
     if (printer_) printer_->on_frame(ctx, f);
     if (o_.annotate && ctx.packet.number == current_) {
       if (!comment_.empty()) comment_ += '\n';
@@ -209,6 +215,7 @@ class Recording : public FrameHandler {
     }
   }
   void on_skip(const FrameContext& ctx, uint64_t length, const std::string& reason) override {
+    if (redactor_) redactor_->complete(ctx.src, ctx.dst, ctx.stream_offset + length);
     if (printer_) printer_->on_skip(ctx, length, reason);
   }
   void on_capture_error(const PacketMeta& meta, const std::string& where, const std::string& reason) override {
@@ -220,9 +227,11 @@ class Recording : public FrameHandler {
     }
   }
   void on_verdict(const TcpConnection& c, bool kafka, const Endpoint&) override {
+    if (redactor_ && kafka) redactor_->kafka(c.client, c.server);
     if (gate_) gate_->verdict(c.client, c.server, kafka, now_);
   }
   void on_connection_end(const TcpConnection& c) override {
+    if (redactor_) redactor_->ended(c.client, c.server);
     if (gate_) gate_->ended(c.client, c.server, now_);
   }
 
@@ -242,9 +251,30 @@ class Recording : public FrameHandler {
   uint64_t capture_errors() const { return capture_errors_; }
 
  private:
+  // What the message's bytes tell the redactor: where messages end, which
+  // bytes are SASL secrets, and that a TLS stream is not Kafka after all.
+  void redact(const FrameContext& ctx, const Frame& f) {
+    const uint64_t off = ctx.stream_offset, end = off + f.message.size();
+    if (ctx.not_kafka && ctx.note.starts_with("SASL token")) {
+      redactor_->secret(ctx.src, ctx.dst, std::min(off + 4, end), end);
+    } else if (ctx.not_kafka) {
+      redactor_->plain(ctx.src, ctx.dst);
+      return;
+    } else if (f.api_key == kSaslAuthenticate && f.body) {
+      const Node* auth = find_field(f, ps_, f.body, "AuthBytes");
+      if (auth && !auth->is_null() && !(auth->flags & kInner)) {
+        const uint64_t data_end = off + auth->offset + auth->length;
+        redactor_->secret(ctx.src, ctx.dst, data_end - auth->aux, data_end);
+      }
+    }
+    redactor_->complete(ctx.src, ctx.dst, end);
+  }
+  static constexpr int16_t kSaslAuthenticate = 36;
+
   const ProgramSet& ps_;
   const RecordOptions& o_;
   FlowGate* gate_;
+  Redactor* redactor_;
   std::optional<FramePrinter> printer_;
   TextBuffer comment_;
   uint64_t current_ = 0;
@@ -262,6 +292,8 @@ class Recorder {
   bool open(int& status);
   void packet(const RawPacket& raw);
   void write(int64_t ts_ns, std::span<const uint8_t> data, uint32_t wire_len, uint64_t number);
+  void keep(const Endpoint& src, const Endpoint& dst, bool tcp, int64_t ts_ns, std::span<const uint8_t> data,
+            uint32_t wire_len, uint64_t number);
   void housekeeping(bool force);
   void status_line(bool last);
   int finish(int status);
@@ -271,6 +303,7 @@ class Recorder {
   std::unique_ptr<PacketSource> src_;
   std::unique_ptr<PcapngWriter> writer_;
   std::unique_ptr<FlowGate> gate_;
+  std::unique_ptr<Redactor> redactor_;
   std::unique_ptr<Recording> rec_;
   std::unique_ptr<KafkaSessions> sessions_;
   std::unique_ptr<PacketPipeline> pipeline_;
@@ -324,7 +357,13 @@ bool Recorder::open(int& status) {
       write(ts, d, len, n);
     });
   }
-  rec_ = std::make_unique<Recording>(ps_, o_, gate_.get());
+  if (o_.redact) {
+    redactor_ = std::make_unique<Redactor>([this](const Endpoint& src, const Endpoint& dst, int64_t ts,
+                                                  std::span<const uint8_t> d, uint32_t len, uint64_t n) {
+      keep(src, dst, true, ts, d, len, n);
+    });
+  }
+  rec_ = std::make_unique<Recording>(ps_, o_, gate_.get(), redactor_.get());
   SessionOptions so;
   so.ports = o_.ports;
   sessions_ = std::make_unique<KafkaSessions>(ps_, so, *rec_);
@@ -338,6 +377,18 @@ void Recorder::write(int64_t ts_ns, std::span<const uint8_t> data, uint32_t wire
   if (!writer_->write_packet(iface_, ts_ns, data, wire_len, rec_->comment_for(number), write_error_)) stop_ = true;
 }
 
+// After the redactor: into the file, or to the --auto gate first.
+void Recorder::keep(const Endpoint& src, const Endpoint& dst, bool tcp, int64_t ts_ns, std::span<const uint8_t> data,
+                    uint32_t wire_len, uint64_t number) {
+  if (!gate_) {
+    write(ts_ns, data, wire_len, number);
+  } else if (tcp) {
+    gate_->packet(src, dst, ts_ns, data, wire_len, number);
+  } else {
+    ++non_tcp_dropped_;  // --auto keeps TCP connections only
+  }
+}
+
 void Recorder::packet(const RawPacket& raw) {
   ++captured_;
   bytes_ += raw.caplen;
@@ -349,12 +400,13 @@ void Recorder::packet(const RawPacket& raw) {
   rec_->begin_packet(captured_, src_->live() ? wall_ns() : raw.ts_ns);
   const DecodedPacket& d = pipeline_->add(raw.data, raw.caplen, raw.wire_len, meta);
   const std::span<const uint8_t> bytes(raw.data, raw.caplen);
-  if (!gate_) {
-    write(raw.ts_ns, bytes, raw.wire_len, captured_);
-  } else if (d.kind == PacketKind::Tcp) {
-    gate_->packet(d.tcp.src, d.tcp.dst, raw.ts_ns, bytes, raw.wire_len, captured_);
+  const bool tcp = d.kind == PacketKind::Tcp;
+  if (redactor_ && tcp) {
+    const int64_t start = d.tcp.payload_length ? pipeline_->reassembler().stream_offset(d.tcp) : -1;
+    redactor_->packet(d.tcp.src, d.tcp.dst, start, static_cast<size_t>(d.tcp.payload.data() - raw.data),
+                      d.tcp.payload_length, raw.ts_ns, bytes, raw.wire_len, captured_);
   } else {
-    ++non_tcp_dropped_;  // --auto keeps TCP connections only
+    keep(tcp ? d.tcp.src : Endpoint{}, tcp ? d.tcp.dst : Endpoint{}, tcp, raw.ts_ns, bytes, raw.wire_len, captured_);
   }
   if (o_.packets >= 0 && static_cast<long long>(captured_) >= o_.packets) stop_ = true;
   if (o_.filesize_kb && writer_->bytes_written() >= o_.filesize_kb * 1000) stop_ = true;
@@ -421,6 +473,7 @@ int Recorder::run() {
 
 int Recorder::finish(int status) {
   pipeline_->finish();
+  if (redactor_) redactor_->finish();
   if (gate_) gate_->finish();
   housekeeping(true);
   const SourceStats s = src_->stats();

@@ -173,6 +173,17 @@ TcpReassembler::PastEnd TcpReassembler::past_end(const Conn& c, const TcpSegment
   return PastEnd::Far;
 }
 
+int64_t TcpReassembler::stream_offset(const TcpSegment& s) const {
+  auto it = table_.find(make_key(s.src, s.dst));
+  if (it == table_.end()) return -1;
+  const Conn& c = it->second;
+  const StreamSide side = s.src == c.info.client ? StreamSide::FromClient : StreamSide::FromServer;
+  const Direction& d = c.dir[index(side)];
+  if (!d.started) return -1;
+  const uint32_t data_seq = (s.flags & kTcpSyn) ? s.seq + 1 : s.seq;
+  return offset_of(d.next_off, d.next_seq, data_seq);
+}
+
 TcpReassembler::Conn& TcpReassembler::open(Conn& slot, const TcpSegment& s, const PacketMeta& meta) {
   slot = Conn{};
   slot.info.id = next_id_++;

@@ -32,6 +32,10 @@ class TcpReassembler {
   void close_all();
 
   uint64_t connections() const { return next_id_ - 1; }
+  // The stream offset of `seg`'s first payload byte in its direction, as
+  // StreamSink saw (or will see) it; -1 when its connection or direction is
+  // not known. For recorders that edit bytes of a stream in the packets.
+  int64_t stream_offset(const TcpSegment& seg) const;
   size_t open_connections() const;
 
  private:
