@@ -36,7 +36,10 @@ const char* kRecordHelp =
     "  --auto             capture all TCP and keep only the connections recognised as Kafka,\n"
     "                     whatever their port; a new connection's packets wait for its verdict\n"
     "  -s SNAPLEN         bytes kept per packet (default 262144)\n"
-    "  -B MiB             kernel capture buffer size (default 64)\n"
+    "  -B MiB             kernel capture buffer size (default 64; 256 on -i any, whose\n"
+    "                     packets each take a snaplen-sized slot in immediate mode)\n"
+    "  --batch-ms N       instead of libpcap's immediate mode, take packets from the kernel\n"
+    "                     in batches at most N ms old (a denser ring: fewer drops in bursts)\n"
     "  -c N               stop after N packets\n"
     "  -a duration:S|filesize:KB|packets:N   stop condition, as dumpcap has it\n"
     "  -C MB              start a new file when the current one reaches MB (10^6 bytes)\n"
@@ -52,8 +55,10 @@ const char* kRecordTail =
     "  -q                 no status line on a terminal\n"
     "  -D                 list the interfaces and exit\n"
     "On exit (Ctrl-C, SIGTERM, SIGHUP, -c, -a, end of -r) stderr gets the final statistics:\n"
-    "  kwire record: received=N kernel_dropped=N if_dropped=N written=N kafka_messages=N\n"
+    "  kwire record: received=N captured=N kernel_dropped=N if_dropped=N written=N kafka_messages=N\n"
     "                connections=N kafka_connections=N evicted=N files=N\n"
+    "  (received: what the kernel counted for the filter, on lo each packet twice; captured:\n"
+    "  what kwire read; written: what went into the file)\n"
     "exit status: 0 done; 1 a write or capture failure (the file keeps every whole packet\n"
     "written before it); 2 bad usage, unknown interface, no capture privilege, bad filter\n";
 
@@ -68,6 +73,9 @@ void install_signals() {
   for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaction(s, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);  // a closed pipe is a write error, reported
 }
+
+struct RecordOptions;
+int default_buffer_mib(const RecordOptions& o);
 
 int64_t wall_ns() {
   timespec t{};
@@ -88,10 +96,8 @@ struct RecordOptions {
   bool filter_given = false;
   bool auto_mode = false;
   uint32_t snaplen = 262144;
-  // Immediate mode gives each packet a fixed-size slot in the kernel ring
-  // (libpcap's TPACKET_V2), so libpcap's 2 MiB default holds only a few dozen
-  // loopback-sized packets: bursts were dropped. 64 MiB holds about a thousand.
-  int buffer_mib = 64;
+  int buffer_mib = 0;   // 0: default_buffer_mib()
+  int batch_ms = 0;     // 0: immediate mode
   long long packets = -1;
   double duration_s = 0;
   uint64_t filesize_kb = 0;
@@ -100,6 +106,16 @@ struct RecordOptions {
   bool annotate = false, decode = false, quiet = false, list = false, redact = false;
   OutputOptions out;
 };
+
+// Immediate mode gives each packet a fixed slot in the kernel ring (libpcap's
+// TPACKET_V2) as large as the interface's MTU, or the whole snaplen where the
+// MTU is unknown (-i any). libpcap's 2 MiB default then holds a few dozen
+// packets and bursts are dropped; these hold about a thousand. Batches
+// (--batch-ms) pack packets densely and need far less.
+int default_buffer_mib(const RecordOptions& o) {
+  if (o.batch_ms > 0) return 32;
+  return o.iface == "any" ? 256 : 64;
+}
 
 bool number(const std::string& s, long long& v) {
   try {
@@ -153,6 +169,7 @@ int parse(std::vector<std::string>& args, const ProgramSet& ps, RecordOptions& o
     else if (a == "-s") { if (!count("a snaplen", n) || n < 64 || n > 262144) { std::cerr << "kwire record: -s takes 64..262144\n"; return 2; } o.snaplen = static_cast<uint32_t>(n); }
     else if (a == "-B") { if (!count("a size in MiB", n) || n > 4096) return 2; o.buffer_mib = static_cast<int>(n); }
     else if (a == "-c") { if (!count("a packet count", n)) return 2; o.packets = n; }
+    else if (a == "--batch-ms") { if (!count("milliseconds", n) || n > 1000) return 2; o.batch_ms = static_cast<int>(n); }
     else if (a == "-C") { if (!count("a size in MB", n) || n == 0) { std::cerr << "kwire record: -C needs a size in MB above 0\n"; return 2; } o.rotate_mb = static_cast<uint64_t>(n); }
     else if (a == "-G") { if (!count("seconds", n) || n == 0) { std::cerr << "kwire record: -G needs seconds above 0\n"; return 2; } o.rotate_s = static_cast<uint64_t>(n); }
     else if (a == "-W") { if (!count("a file count", n) || n == 0) { std::cerr << "kwire record: -W needs a count above 0\n"; return 2; } o.ring = static_cast<uint32_t>(n); }
@@ -325,7 +342,15 @@ bool Recorder::open(int& status) {
   std::string error;
   SourceError kind = SourceError::None;
   if (!o_.iface.empty()) {
-    src_ = PacketSource::open_live({o_.iface, o_.filter, o_.snaplen, o_.buffer_mib}, error, kind);
+    LiveOptions lo{o_.iface, o_.filter, o_.snaplen, o_.buffer_mib, o_.batch_ms == 0, o_.batch_ms};
+    if (lo.buffer_mib == 0) lo.buffer_mib = default_buffer_mib(o_);
+    src_ = PacketSource::open_live(lo, error, kind);
+    if (!src_ && kind == SourceError::Runtime && o_.buffer_mib == 0 && lo.buffer_mib > 32) {
+      // The default ring may be more than this host grants; try a smaller one.
+      std::cerr << "kwire record: " << error << "; retrying with -B 32\n";
+      lo.buffer_mib = 32;
+      src_ = PacketSource::open_live(lo, error, kind);
+    }
   } else {
     src_ = PacketSource::open_file(o_.input, o_.filter, error, kind);
   }
@@ -493,9 +518,10 @@ int Recorder::finish(int status) {
   const uint64_t evicted = gate_ ? gate_->stats().evicted_flows : 0;
   char line[400];
   snprintf(line, sizeof line,
-           "kwire record: received=%llu kernel_dropped=%llu if_dropped=%llu written=%llu kafka_messages=%llu "
+           "kwire record: received=%llu captured=%llu kernel_dropped=%llu if_dropped=%llu written=%llu kafka_messages=%llu "
            "connections=%llu kafka_connections=%llu evicted=%llu files=%zu\n",
            static_cast<unsigned long long>(src_->live() ? s.received : captured_),
+           static_cast<unsigned long long>(captured_),
            static_cast<unsigned long long>(s.kernel_dropped), static_cast<unsigned long long>(s.if_dropped),
            static_cast<unsigned long long>(writer_->packets_written()), static_cast<unsigned long long>(rec_->messages()),
            static_cast<unsigned long long>(cstats_.connections),

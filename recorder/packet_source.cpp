@@ -66,7 +66,8 @@ std::unique_ptr<PacketSource> PacketSource::open_live(const LiveOptions& o, std:
     return nullptr;
   }
   pcap_set_snaplen(s->p_, static_cast<int>(o.snaplen));
-  pcap_set_immediate_mode(s->p_, 1);
+  if (o.immediate) pcap_set_immediate_mode(s->p_, 1);
+  else pcap_set_timeout(s->p_, o.timeout_ms);
   if (o.buffer_mib > 0) pcap_set_buffer_size(s->p_, o.buffer_mib << 20);
   pcap_set_tstamp_precision(s->p_, PCAP_TSTAMP_PRECISION_NANO);  // falls back to micro where unsupported
   const int rc = pcap_activate(s->p_);

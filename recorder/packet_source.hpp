@@ -22,6 +22,8 @@ struct LiveOptions {
   std::string filter;          // BPF, applied in the kernel
   uint32_t snaplen = 262144;
   int buffer_mib = 0;          // kernel buffer (-B); 0: libpcap's default
+  bool immediate = true;       // libpcap immediate mode; else batches of at most timeout_ms
+  int timeout_ms = 10;
 };
 
 struct RawPacket {
