@@ -1,5 +1,6 @@
 #include "dissector/protocol/decoder.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "dissector/protocol/records.hpp"
@@ -320,9 +321,13 @@ void decode_header(const ProgramSet& ps, Run& run, Frame& out, uint32_t header_d
 
 bool FrameDecoder::peek_request(std::span<const uint8_t> m, RequestId& id) {
   if (m.size() < 12) return false;
-  id.api_key = static_cast<int16_t>(load_be16(m.data() + 4));
-  id.api_version = static_cast<int16_t>(load_be16(m.data() + 6));
-  id.correlation_id = static_cast<int32_t>(load_be32(m.data() + 8));
+  // The same reader session framing recognises requests with; the client id
+  // length it also reads is not needed here (nor always present).
+  uint8_t head[kRequestHeadBytes] = {};
+  std::copy_n(m.begin(), std::min(m.size(), kRequestHeadBytes), head);
+  RequestHead h;
+  read_request_head(head, h);
+  id = {h.api_key, h.api_version, h.correlation_id};
   return true;
 }
 
