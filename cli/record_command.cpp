@@ -455,11 +455,16 @@ void Recorder::housekeeping(bool force) {
 
 void Recorder::status_line(bool last) {
   const SourceStats s = src_->stats();
+  char size[32];
+  if (bytes_ < 10'000'000) snprintf(size, sizeof size, "%.1f kB", static_cast<double>(bytes_) / 1e3);
+  else snprintf(size, sizeof size, "%.1f MB", static_cast<double>(bytes_) / 1e6);
   char line[512];
   snprintf(line, sizeof line,
-           "\rkwire record: %llu packets, %.1f MB, %llu Kafka messages, %llu connections, %llu dropped by kernel, file %s\033[K",
-           static_cast<unsigned long long>(captured_), static_cast<double>(bytes_) / 1e6,
-           static_cast<unsigned long long>(rec_->messages()), static_cast<unsigned long long>(cstats_.connections),
+           "\rkwire record: %llu packets, %s, %llu Kafka messages, %llu connections (%llu Kafka), "
+           "%llu dropped by kernel, file %s\033[K",
+           static_cast<unsigned long long>(captured_), size, static_cast<unsigned long long>(rec_->messages()),
+           static_cast<unsigned long long>(cstats_.connections),
+           static_cast<unsigned long long>(sessions_->stats().kafka_connections),
            static_cast<unsigned long long>(s.kernel_dropped), writer_->current_path().c_str());
   std::cerr << line << (last ? "\n" : "") << std::flush;
 }
