@@ -61,10 +61,8 @@ void FlowGate::packet(const Endpoint& src, const Endpoint& dst, int64_t ts_ns, s
     case State::Undecided:
       break;
   }
-  if (f.held_bytes + data.size() > limits_.max_held_per_flow ||
-      stats_.held_bytes + data.size() > limits_.max_held_total) {
-    evict(f);
-  }
+  if (f.held_bytes + data.size() > limits_.max_held_per_flow) evict(f);
+  while (stats_.held_bytes + data.size() > limits_.max_held_total && stats_.held_bytes > 0) evict(oldest());
   f.held.push_back({ts_ns, wire_len, number, {data.begin(), data.end()}});
   f.held_bytes += data.size();
   stats_.held_bytes += data.size();
@@ -86,6 +84,17 @@ void FlowGate::evict(Flow& f) {
   stats_.held_bytes -= f.held_bytes;
   f.held.clear();
   f.held_bytes = 0;
+}
+
+// The undecided connection that has waited longest since its last packet
+// (a scan, but only when the total limit is reached).
+FlowGate::Flow& FlowGate::oldest() {
+  Flow* pick = nullptr;
+  for (auto& [k, f] : flows_) {
+    if (f.held.empty()) continue;
+    if (!pick || f.last_ns < pick->last_ns) pick = &f;
+  }
+  return *pick;
 }
 
 void FlowGate::tick(int64_t now_ns) {

@@ -78,6 +78,7 @@ class FlowGate {
   };
   static Key key(const Endpoint& a, const Endpoint& b);
   void evict(Flow& f);
+  Flow& oldest();
   void release(Flow& f);
 
   FlowGateLimits limits_;
