@@ -247,6 +247,9 @@ class Recording : public FrameHandler {
     if (redactor_ && kafka) redactor_->kafka(c.client, c.server);
     if (gate_) gate_->verdict(c.client, c.server, kafka, now_);
   }
+  void on_connection_start(const TcpConnection& c) override {
+    if (gate_) gate_->started(c.client, c.server, now_);
+  }
   void on_connection_end(const TcpConnection& c) override {
     if (redactor_) redactor_->ended(c.client, c.server);
     if (gate_) gate_->ended(c.client, c.server, now_);

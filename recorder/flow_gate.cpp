@@ -42,6 +42,13 @@ void FlowGate::verdict(const Endpoint& a, const Endpoint& b, bool kafka, int64_t
   }
 }
 
+void FlowGate::started(const Endpoint& a, const Endpoint& b, int64_t now_ns) {
+  Flow& f = flows_[key(a, b)];
+  if (f.state == State::Undecided) return;
+  f = Flow{};
+  f.last_ns = now_ns;
+}
+
 void FlowGate::ended(const Endpoint& a, const Endpoint& b, int64_t now_ns) {
   auto it = flows_.find(key(a, b));
   if (it != flows_.end()) it->second.ended_ns = now_ns;

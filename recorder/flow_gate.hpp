@@ -47,6 +47,9 @@ class FlowGate {
 
   // A verdict from the sessions, for the connection between `a` and `b`.
   void verdict(const Endpoint& a, const Endpoint& b, bool kafka, int64_t now_ns);
+  // A new connection between a and b: a verdict about an earlier one on the
+  // same 4-tuple no longer applies.
+  void started(const Endpoint& a, const Endpoint& b, int64_t now_ns);
   // The connection ended: its verdict lingers for late packets, then goes.
   void ended(const Endpoint& a, const Endpoint& b, int64_t now_ns);
   // A TCP packet between `src` and `dst`, after the sessions have seen it:

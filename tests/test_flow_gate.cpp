@@ -90,3 +90,16 @@ TEST(FlowGate, IdleUndecidedConnectionsAreEvictedDecidedOnesKept) {
   gate.finish();
   EXPECT_EQ(gate.stats().evicted_flows, 2u);
 }
+
+TEST(FlowGate, ANewConnectionOnTheSameFourTupleWaitsForItsOwnVerdict) {
+  Written w;
+  FlowGate gate({}, w.writer());
+  gate.packet(kClient, kBroker, 1, bytes(60), 60, 1);
+  gate.verdict(kClient, kBroker, false, 1);
+  gate.ended(kClient, kBroker, 2);
+  gate.started(kClient, kBroker, 3);  // the port is reused, by Kafka this time
+  gate.packet(kClient, kBroker, 3, bytes(60), 60, 2);
+  gate.verdict(kClient, kBroker, true, 4);
+  EXPECT_EQ(w.numbers, (std::vector<uint64_t>{2}));
+  EXPECT_EQ(gate.stats().dropped_packets, 1u);
+}

@@ -110,6 +110,7 @@ void KafkaSessions::on_open(const TcpConnection& t) {
   k->tcp = t;
   Conn& c = *k;
   conns_[t.id] = std::move(k);
+  out_.on_connection_start(t);
   const bool server_is_broker = opts_.ports.count(t.server.port) || is_known_broker(t.server);
   const bool client_is_broker = opts_.ports.count(t.client.port) || is_known_broker(t.client);
   if (server_is_broker != client_is_broker) decide(c, true, client_is_broker, PacketMeta{});

@@ -80,6 +80,8 @@ class FrameHandler {
   // Once per connection, when it is known whether it carries Kafka; `client`
   // is the side that sends requests. Recorders keep or drop a flow on it.
   virtual void on_verdict(const TcpConnection& /*c*/, bool /*kafka*/, const Endpoint& /*client*/) {}
+  // A new connection (its 4-tuple may have carried an earlier one).
+  virtual void on_connection_start(const TcpConnection& /*c*/) {}
   // The connection is over (FIN/RST both ways, or the end of the capture).
   virtual void on_connection_end(const TcpConnection& /*c*/) {}
 };
