@@ -5,7 +5,7 @@ BUILD_TEST ?= build-test
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all build demo test bench deps clean captures conformance fuzz-smoke
+.PHONY: all build demo test bench bench-record deps clean captures conformance fuzz-smoke
 
 all: build
 
@@ -26,11 +26,12 @@ demo: build
 	@for f in captures/*.pcapng; do printf '%-34s ' "$$f"; $(BUILD)/kwire decode -r $$f --stats -c 0; done
 
 # Regenerates the real captures from scratch: one fresh Kafka 4.4.0 broker per
-# scenario, recorded with dumpcap (root); see captures/MANIFEST.md. Needs Java 17
-# and Maven. SCENARIOS="stateful admin" limits it; "appendix" rewrites demo.pcapng.
+# scenario, recorded with `kwire record -i lo --auto` of this build (root); see
+# captures/MANIFEST.md. Needs Java 17 and Maven. SCENARIOS="stateful admin" limits
+# it; "appendix" rewrites demo.pcapng.
 SCENARIOS ?=
 captures: build
-	testbed/make-captures $(SCENARIOS)
+	KWIRE=$(BUILD)/kwire testbed/make-captures $(SCENARIOS)
 
 # Every test, through ctest, with warnings as errors and ASan+UBSan: unit and
 # golden tests, the real captures, the live broker test, full conformance with
@@ -46,6 +47,13 @@ bench: deps
 	cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DKWIRE_BENCH=ON -DKWIRE_TESTS=OFF
 	cmake --build build-bench -j $(JOBS)
 	bench/run-all build-bench
+
+# Live capture on loopback at rising Kafka message rates: kwire record --auto
+# against tcpdump, same session, alternating (root). See bench/record-bench.
+bench-record: deps
+	cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DKWIRE_BENCH=ON -DKWIRE_TESTS=OFF
+	cmake --build build-bench -j $(JOBS) --target kwire kwire-loopgen
+	bench/record-bench build-bench
 
 # Conformance with Kafka's own serializers: rebuilds the full corpus with
 # kafka-clients 4.4.0 (JDK + Maven) and runs both directions.

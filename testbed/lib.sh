@@ -45,9 +45,15 @@ PY
 # Scenario machinery, used by testbed/scenario. A scenario script calls
 # scenario_init, start_broker, start_capture, then run_app / run_app_bg / wait_app,
 # and finish_capture. The EXIT trap (scenario_cleanup) stops whatever is still
-# running -- apps, dumpcap, the broker -- also when a step fails.
+# running -- apps, the recorder, the broker -- also when a step fails.
+#
+# The recorder is `kwire record --auto` of the kwire in $KWIRE (default:
+# build/kwire; $KWIRE_BIN is still read as an older name for it). --auto keeps
+# every connection kwire recognises as Kafka, so no port is given; this includes
+# the broker's own connection to its controller listener.
 
 APP_JVM_OPTS=(-Xmx256m -XX:+UseSerialGC "${TESTBED_LOG_OPTS[@]}")
+KWIRE=${KWIRE:-${KWIRE_BIN:-$TESTBED_DIR/../build/kwire}}
 MAX_CAPTURE_BYTES=$((5 * 1024 * 1024))
 
 # Stops one process: signal, wait up to N seconds, then SIGKILL.
@@ -64,7 +70,7 @@ scenario_init() {  # name
     SCENARIO=$1
     WORK=$(mktemp -d /tmp/kwire-scenario.XXXXXX)
     BROKER_SH_PID=
-    DUMPCAP_PID=
+    RECORDER_PID=
     CAPTURE_PARTIAL=
     declare -gA APP_PIDS=()
     trap scenario_cleanup EXIT
@@ -78,12 +84,12 @@ scenario_cleanup() {
     trap '' INT TERM   # a second signal must not cut the clean-up short
     local name
     for name in "${!APP_PIDS[@]}"; do stop_pid "${APP_PIDS[$name]}" TERM 20; done
-    stop_pid "$DUMPCAP_PID" INT 10
+    stop_pid "$RECORDER_PID" INT 10
     stop_pid "$BROKER_SH_PID" TERM 45
     if (( rc != 0 )); then
         echo "scenario $SCENARIO: FAILED (status $rc)" >&2
         [[ -f $WORK/broker.log ]] && { echo "--- broker log tail" >&2; tail -n 30 "$WORK/broker.log" >&2; }
-        [[ -s $WORK/dumpcap.err ]] && { echo "--- dumpcap" >&2; cat "$WORK/dumpcap.err" >&2; }
+        [[ -s $WORK/record.err ]] && { echo "--- kwire record" >&2; cat "$WORK/record.err" >&2; }
         [[ -n $CAPTURE_PARTIAL ]] && rm -f "$CAPTURE_PARTIAL"
     fi
     rm -rf "$WORK"
@@ -111,22 +117,23 @@ start_broker() {
     echo "   broker 127.0.0.1:$BROKER_PORT (controller 127.0.0.1:$CONTROLLER_PORT, pid $BROKER_PID), ready in $((SECONDS - t0)) s"
 }
 
-# Starts dumpcap on lo for the broker port, writing to OUT.partial.
+# Starts `kwire record -i lo --auto` writing to OUT.partial, and waits until it
+# says it is capturing.
 start_capture() {  # out
-    if ! command -v dumpcap >/dev/null; then
-        echo "scenario: dumpcap not found (Debian package wireshark-common / tshark)" >&2; return 1
+    if [[ ! -x $KWIRE ]]; then
+        echo "scenario: kwire binary '$KWIRE' not found (make build, or set KWIRE=path/to/kwire)" >&2; return 1
     fi
-    echo "== starting dumpcap on lo, filter 'tcp port $BROKER_PORT'"
+    echo "== starting kwire record -i lo --auto ($KWIRE)"
     mkdir -p "$(dirname "$1")"
     CAPTURE_PARTIAL=$1.partial
     rm -f "$CAPTURE_PARTIAL"
-    dumpcap -q -i lo -f "tcp port $BROKER_PORT" -w "$CAPTURE_PARTIAL" >"$WORK/dumpcap.out" 2>"$WORK/dumpcap.err" &
-    DUMPCAP_PID=$!
+    "$KWIRE" record -i lo --auto -q -w "$CAPTURE_PARTIAL" >"$WORK/record.out" 2>"$WORK/record.err" &
+    RECORDER_PID=$!
     local i
     for i in $(seq 1 40); do
-        [[ -s $CAPTURE_PARTIAL ]] && break
-        kill -0 "$DUMPCAP_PID" 2>/dev/null || { echo "scenario: dumpcap exited (capture rights? run as root)" >&2; return 1; }
-        (( i == 40 )) && { echo "scenario: dumpcap did not start" >&2; return 1; }
+        grep -q '^kwire record: capturing on ' "$WORK/record.err" && break
+        kill -0 "$RECORDER_PID" 2>/dev/null || { echo "scenario: kwire record exited (capture rights? run as root)" >&2; return 1; }
+        (( i == 40 )) && { echo "scenario: kwire record did not start capturing within 10 s" >&2; return 1; }
         sleep 0.25
     done
     sleep 0.5
@@ -160,8 +167,22 @@ finish_capture() {  # out
     local out=$1
     sleep 1
     echo "== stopping capture"
-    stop_pid "$DUMPCAP_PID" INT 10
-    DUMPCAP_PID=
+    # As stop_pid, but the recorder's exit status matters: a write error is a failed capture.
+    local rc=0 i
+    kill -INT "$RECORDER_PID" 2>/dev/null || true
+    for i in $(seq 1 20); do kill -0 "$RECORDER_PID" 2>/dev/null || break; sleep 0.5; done
+    if kill -0 "$RECORDER_PID" 2>/dev/null; then
+        echo "scenario: kwire record did not stop within 10 s of SIGINT" >&2; return 1   # the EXIT trap kills it
+    fi
+    wait "$RECORDER_PID" || rc=$?
+    RECORDER_PID=
+    local final dropped
+    final=$(grep '^kwire record: received=' "$WORK/record.err" | tail -n 1 || true)
+    echo "   $final"
+    if (( rc != 0 )); then echo "scenario: kwire record failed (status $rc): $(cat "$WORK/record.err")" >&2; return 1; fi
+    # A capture with holes must not pass for a real one.
+    dropped=$(sed -n 's/.* kernel_dropped=\([0-9]*\) if_dropped=\([0-9]*\).*/\1 \2/p' <<<"$final")
+    if [[ $dropped != "0 0" ]]; then echo "scenario: kwire record lost packets (kernel_dropped/if_dropped: ${dropped:-no final line})" >&2; return 1; fi
     echo "== stopping broker"
     grep -h 'topology-plugin' "$WORK/broker.log" | sed 's/^/   broker: /' || true
     stop_pid "$BROKER_SH_PID" TERM 45
@@ -174,8 +195,7 @@ finish_capture() {  # out
     CAPTURE_PARTIAL=
     chmod 644 "$out"
     echo "== wrote $out ($size bytes); broker port was $BROKER_PORT"
-    local kwire=${KWIRE_BIN:-$TESTBED_DIR/../build/kwire}
-    if [[ -x $kwire && -z ${KWIRE_NO_SUMMARY:-} ]]; then
-        "$kwire" decode -r "$out" --api-table --stats -c 0 | sed 's/^/   /'
+    if [[ -z ${KWIRE_NO_SUMMARY:-} ]]; then
+        "$KWIRE" decode -r "$out" --api-table --stats -c 0 | sed 's/^/   /'
     fi
 }
