@@ -63,7 +63,7 @@ dissector_handle_t kwire_handle;
 // Generic fields.
 int hf_length = -1, hf_api_key = -1, hf_api_version = -1, hf_correlation_id = -1, hf_direction = -1,
     hf_api_name = -1, hf_error_code = -1, hf_request_in = -1, hf_response_in = -1, hf_time = -1,
-    hf_null = -1, hf_redacted = -1, hf_unknown_tag = -1, hf_overlay = -1, hf_overlay_field = -1,
+    hf_null = -1, hf_redacted = -1, hf_unknown_tag = -1, hf_unknown_tag_number = -1, hf_overlay = -1, hf_overlay_field = -1,
     hf_not_kafka = -1;
 int ett_kwire = -1, ett_array = -1, ett_generic = -1;
 
@@ -190,6 +190,8 @@ struct TreeBuilder {
   const Frame& f;
   const ProgramSet& ps;
   std::string_view api;
+  int error_fields = 0;   // error code fields in the message
+  int errors = 0;         // ... that are not 0
 
   Range range_of(const Node& n, Range outer) const {
     if (n.flags & kInner) return outer;   // inside decompressed records: point at the records field
@@ -258,10 +260,12 @@ struct TreeBuilder {
       mark_null(it);
     }
     if (gf.error_code && !null) {
-      proto_item* e = proto_tree_add_int(tree, hf_error_code, tvb, r.offset, r.length, static_cast<gint32>(n.v.i));
-      proto_item_set_generated(e);
-      proto_item_set_hidden(e);
+      ++error_fields;
       if (n.v.i != 0) {
+        ++errors;
+        proto_item* e = proto_tree_add_int(tree, hf_error_code, tvb, r.offset, r.length, static_cast<gint32>(n.v.i));
+        proto_item_set_generated(e);
+        proto_item_set_hidden(e);
         auto name = error_name(n.v.i);
         expert_add_info_format(pinfo, it, &ei_error_code, "%s: %s (%d)", gf.name,
                                name.empty() ? "unknown error" : std::string(name).c_str(), static_cast<int>(n.v.i));
@@ -298,6 +302,8 @@ struct TreeBuilder {
       proto_item* it = proto_tree_add_bytes_with_length(tree, hf_unknown_tag, tvb, r.offset, r.length, n.v.p,
                                                         static_cast<gint>(n.aux));
       proto_item_set_text(it, "UnknownTaggedField[tag %u]: %u bytes", n.tag, n.aux);
+      proto_tree* sub = proto_item_add_subtree(it, ett_generic);
+      proto_item_set_generated(proto_tree_add_uint(sub, hf_unknown_tag_number, tvb, r.offset, 0, n.tag));
       return;
     }
     if (n.type == WireType::Array && !(n.flags & kElement)) {
@@ -450,8 +456,19 @@ int dissect_pdu(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void* data)
     f.message = msg;
     f.direction = info->request ? Direction::Request : Direction::Response;
   } else if (bad_size) {
+    // What kwire decode reports for a lost stream: the message as far as it
+    // can be identified, with the reason.
     f.message = msg;
     f.direction = info->request ? Direction::Request : Direction::Response;
+    FrameDecoder::RequestId id{};
+    if (info->request && FrameDecoder::peek_request(msg, id)) {
+      f.api_key = id.api_key;
+      f.api_version = id.api_version;
+      f.correlation_id = id.correlation_id;
+      f.program = programs_now.find(id.api_key, id.api_version, Direction::Request);
+    } else if (have >= 8) {
+      f.correlation_id = static_cast<int32_t>(tvb_get_ntohl(tvb, 4));
+    }
     f.fail(0, "size prefix " + std::to_string(size) +
                   " is not a plausible Kafka message size; the rest of this direction is not decoded");
   } else if (info->request) {
@@ -533,6 +550,14 @@ int dissect_pdu(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void* data)
   Range whole{0, static_cast<int>(have)};
   if (!f.nodes.empty()) b.node(t, 0, -1, whole, 0);
   if (f.body && f.body < f.nodes.size()) b.node(t, f.body, -1, whole, 0);
+  // kwire.error_code holds every non-zero error code of the message, or a
+  // single 0 when all its error codes are 0: with Wireshark's "!=" (all not
+  // equal), kwire.error_code != 0 then selects exactly the failed messages.
+  if (b.error_fields > 0 && b.errors == 0) {
+    proto_item* e = proto_tree_add_int(t, hf_error_code, tvb, 0, 0, 0);
+    proto_item_set_generated(e);
+    proto_item_set_hidden(e);
+  }
   if (reason) {
     int at = static_cast<int>(std::min<guint>(reason_offset, have));
     expert_add_info_format(pinfo, top, &ei_malformed, "Malformed Kafka message at offset %d: %s", at, reason);
@@ -662,7 +687,7 @@ void register_protocol() {
   field(&hf_direction, "Direction", "kwire.direction", FT_UINT8, BASE_DEC, VALS(direction_vals), nullptr);
   field(&hf_api_name, "Api name", "kwire.api_name", FT_STRING, BASE_NONE, nullptr, nullptr);
   field(&hf_error_code, "Error code", "kwire.error_code", FT_INT16, BASE_DEC, VALS(error_vals),
-        "Every error code anywhere in the message");
+        "Every non-zero error code anywhere in the message, or 0 when there is none");
   field(&hf_request_in, "Request in frame", "kwire.request_in", FT_FRAMENUM, BASE_NONE,
         FRAMENUM_TYPE(FT_FRAMENUM_REQUEST), nullptr);
   field(&hf_response_in, "Response in frame", "kwire.response_in", FT_FRAMENUM, BASE_NONE,
@@ -673,6 +698,7 @@ void register_protocol() {
         "A secret (SASL token, password, HMAC): never shown");
   field(&hf_unknown_tag, "UnknownTaggedField", "kwire.unknown_tagged_field", FT_BYTES, BASE_NONE, nullptr,
         "A tagged field this version's spec does not define");
+  field(&hf_unknown_tag_number, "Tag", "kwire.unknown_tagged_field.tag", FT_UINT32, BASE_DEC, nullptr, nullptr);
   field(&hf_overlay, "Spec overlay", "kwire.overlay", FT_STRING, BASE_NONE, nullptr, nullptr);
   field(&hf_overlay_field, "Overlay field", "kwire.overlay_field", FT_STRING, BASE_NONE, nullptr,
         "A field of a spec overlay loaded at run time");
