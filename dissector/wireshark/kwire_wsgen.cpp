@@ -1,5 +1,5 @@
 // kwire-wsgen: writes the Wireshark field registrations (fields.gen.cpp) and
-// the Lua dissector (kwire.lua) from the compiled programs of this build:
+// the Lua dissector (kwire.lua, the tables plus kwire_runtime.lua) from the compiled programs of this build:
 // the release's specs, the older release's dropped versions and the shipped
 // overlays. Nothing it writes is committed.
 #include <algorithm>
@@ -16,6 +16,7 @@
 #include "dissector/protocol/overlays.hpp"
 #include "dissector/protocol/program.hpp"
 #include "dissector/wireshark/field_names.hpp"
+#include "dissector/wireshark/lua_writer.hpp"
 #include "dissector/wireshark/wsgen_model.hpp"
 
 namespace kwire::wireshark {
@@ -85,8 +86,8 @@ bool write_fields(const std::string& path, const FieldModel& model) {
 int main(int argc, char** argv) {
   using namespace kwire;
   using namespace kwire::wireshark;
-  if (argc != 2) {
-    std::cerr << "usage: kwire-wsgen FIELDS_OUT.cpp\n";
+  if (argc != 4) {
+    std::cerr << "usage: kwire-wsgen FIELDS_OUT.cpp LUA_OUT.lua LUA_RUNTIME.lua\n";
     return 2;
   }
   ProgramSet ps = ProgramSet::release();
@@ -104,6 +105,12 @@ int main(int argc, char** argv) {
   }
   if (!write_fields(argv[1], *model)) {
     std::cerr << "kwire-wsgen: cannot write " << argv[1] << "\n";
+    return 1;
+  }
+  // The Lua decoder decodes with the release's programs, as the C plugin does
+  // unless an overlay is chosen; the field names above include the overlays'.
+  if (!write_lua(argv[2], argv[3], ProgramSet::release(), *model, error)) {
+    std::cerr << "kwire-wsgen: " << error << "\n";
     return 1;
   }
   return 0;

@@ -347,6 +347,73 @@ def coexist_test(**kw):
     return test
 
 
+def lua_test():
+    """kwire.lua against the C plugin (which the other tests hold to kwire
+    decode): the same registered fields, and on every capture the same tree
+    (tshark -V text, every line), the same field values (-T json) and the same
+    Info column."""
+    fields_test(lua=args.lua)()
+    c, lua = Tshark(plugin=args.plugin), Tshark(lua=args.lua)
+    try:
+        def registered(ts):
+            out = ts.run(["-G", "fields"]).stdout.decode()
+            return sorted((x[2], x[3]) for x in (line.split("\t") for line in out.splitlines())
+                          if x[0] == "F" and x[4] == "kwire")
+        a, b = registered(c), registered(lua)
+        need(a == b, f"C plugin and kwire.lua register different fields or types: {sorted(set(a) ^ set(b))[:20]}")
+
+        def text_keys(v):
+            # Text items: the C plugin's JSON key is their label, Lua's "text";
+            # the labels themselves are compared in the -V output.
+            if isinstance(v, list):
+                return [("text" if ws_tree.ARRAY.match(k) or ws_tree.NULL_ARRAY.match(k) or k == "_ws.lua.text" else k,
+                         text_keys(x)) for k, x in v]
+            return v
+
+        def kwire_layers(packets):
+            out = []
+            for pkt in packets:
+                layers = dict(dict(pkt)["_source"])["layers"]
+                out.append([text_keys(v) for k, v in layers if k == "kwire"])
+            return out
+
+        def time_free(text):
+            # Wireshark's own lines may differ: the response time (Lua has the
+            # capture time only as a double) and the protocol stack (Lua's
+            # dissect_tcp_pdus adds a layer per PDU).
+            return [line for line in text.splitlines()
+                    if "Time since request:" not in line and "[Protocols in frame:" not in line]
+
+        total = 0
+        malformed = os.path.join(c.dir, "malformed.pcap")
+        malformed_capture(malformed)
+        for cap in sorted(glob.glob(os.path.join(args.source, "captures", "*.pcapng"))) + [malformed]:
+            name = os.path.basename(cap)
+            jc, jl = c.json(cap), lua.json(cap)
+            pc = ws_tree.pdus(jc)
+            need(len(pc) == len(ws_tree.pdus(jl)), f"{name}: different message counts")
+            for i, (x, y) in enumerate(zip(kwire_layers(jc), kwire_layers(jl))):
+                if x != y:
+                    drop = lambda layer: [[(k, v) for k, v in pdu if k != "kwire.time"] for pdu in layer]  # noqa: E731
+                    need(drop(x) == drop(y), f"{name} packet {i + 1}: C plugin and kwire.lua JSON differ:\n"
+                                             f"{str(x)[:1500]}\n{str(y)[:1500]}")
+            vc = time_free(c.run(["-r", c.file(cap), "-V", "-Y", "kwire"]).stdout.decode())
+            vl = time_free(lua.run(["-r", lua.file(cap), "-V", "-Y", "kwire"]).stdout.decode())
+            diff = next(((i, p, q) for i, (p, q) in enumerate(zip(vc, vl)) if p != q), None)
+            need(len(vc) == len(vl) and diff is None, f"{name}: tshark -V differs, first at line {diff}")
+            info = ["-T", "fields", "-e", "frame.number", "-e", "_ws.col.Info", "-Y", "kwire"]
+            ic = c.run(["-r", c.file(cap)] + info).stdout.decode()
+            il = lua.run(["-r", lua.file(cap)] + info).stdout.decode()
+            need(ic == il, f"{name}: Info columns differ, first: "
+                           f"{next(((p, q) for p, q in zip(ic.splitlines(), il.splitlines()) if p != q), None)}")
+            print(f"{name}: {len(pc)} messages, kwire.lua identical to the C plugin ({len(vc)} lines of -V)")
+            total += len(pc)
+        print(f"wireshark lua: {total} messages identical to the C plugin (fields, -V tree, Info column)")
+    finally:
+        c.cleanup()
+        lua.cleanup()
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("test")
@@ -361,6 +428,7 @@ if __name__ == "__main__":
         "filters": [lambda: filters_test(plugin=args.plugin)()],
         "malformed": [lambda: malformed_test(plugin=args.plugin)()],
         "coexist": [lambda: coexist_test(plugin=args.plugin)()],
+        "lua": [lua_test],
     }
     need_test = tests.get(args.test)
     if not need_test:
