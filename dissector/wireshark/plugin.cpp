@@ -543,7 +543,7 @@ int dissect_pdu(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void* data)
     snprintf(origin, sizeof origin, "%.*s", static_cast<int>(f.program->origin.size()), f.program->origin.data());
     proto_item* o = proto_tree_add_string(t, hf_overlay, tvb, 0, 0, origin);
     proto_item_set_generated(o);
-    expert_add_info_format(pinfo, o, &ei_overlay, "Decoded through the spec overlay %s", origin);
+    expert_add_info_format(pinfo, o, &ei_overlay, "Decoded through a spec overlay: %s", origin);
   }
 
   TreeBuilder b{pinfo, tvb, f, programs_now, f.program ? f.program->api_name : std::string_view{}};

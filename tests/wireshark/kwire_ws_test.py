@@ -414,6 +414,51 @@ def lua_test():
         lua.cleanup()
 
 
+def overlay_test(**kw):
+    """The plugin's spec overlay preferences, as kwire decode's --spec-dir and
+    --overlay: an overlay directory that redefines ApiVersionsResponse v0."""
+    def test():
+        from kafka_pcap import Pcap, i16, i32, request, response
+        ts = Tshark(**kw)
+        try:
+            spec_dir = os.path.join(ts.dir, "overlay")
+            os.makedirs(spec_dir)
+            with open(os.path.join(spec_dir, "ApiVersionsResponse.json"), "w") as f:
+                json.dump({"apiKey": 18, "type": "response", "name": "ApiVersionsResponse", "validVersions": "0",
+                           "flexibleVersions": "none",
+                           "fields": [{"name": "ErrorCode", "type": "int16", "versions": "0+"},
+                                      {"name": "Extra", "type": "int32", "versions": "0+"}]}, f)
+            os.chmod(spec_dir, 0o755)
+            os.chmod(os.path.join(spec_dir, "ApiVersionsResponse.json"), 0o644)
+            path = os.path.join(ts.dir, "overlay.pcap")
+            pcap = Pcap()
+            pcap.connection(50020, 40020, [(True, request(18, 0, 1, b"")), (False, response(1, i16(0) + i32(77)))])
+            pcap.write(path)
+            # Without the overlay the response is a malformed ApiVersionsResponse v0, for both.
+            plain = ws_tree.pdus(ts.json(path))
+            released = decode_json(path)
+            need("error" in released[1] and any(k == "kwire.malformed" for k, _ in plain[1]["expert"]),
+                 "without an overlay, the response should be malformed for kwire decode and tshark")
+            with_dir = decode_json(path, ["--spec-dir", spec_dir])
+            need(with_dir[1]["body"] == {"errorCode": 0, "extra": 77}, f"kwire decode --spec-dir: {with_dir[1]}")
+            out = ts.run(["-r", ts.file(path), "-o", f"kwire.spec_dir:{spec_dir}", "-T", "fields", "-Y",
+                          "kwire.direction == 1", "-e", "kwire.api_versions_response.error_code", "-e",
+                          "kwire.overlay_field", "-e", "kwire.overlay", "-e", "_ws.expert.severity"]).stdout.decode()
+            fields = out.strip().split("\t")
+            need(fields[:3] == [str(with_dir[1]["body"]["errorCode"]), str(with_dir[1]["body"]["extra"]),
+                                with_dir[1]["overlay"]] and "error" not in with_dir[1],
+                 f"tshark -o kwire.spec_dir: {fields}, kwire decode --spec-dir: {with_dir[1]}")
+            p = ts.run(["-r", ts.file(path), "-o", "kwire.overlay:kip-1331-draft"])
+            need(b"kwire" not in p.stderr, f"the shipped overlay preference failed: {p.stderr}")
+            p = ts.run(["-r", ts.file(path), "-o", "kwire.overlay:no-such-overlay"], check=False)
+            need(b"no shipped spec overlay is named" in p.stderr, f"an unknown overlay name is not reported: {p.stderr}")
+            print(f"wireshark overlay: kwire.spec_dir decodes as kwire decode --spec-dir ({fields[:3]}); "
+                  "kwire.overlay loads kip-1331-draft and reports unknown names")
+        finally:
+            ts.cleanup()
+    return test
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("test")
@@ -429,6 +474,7 @@ if __name__ == "__main__":
         "malformed": [lambda: malformed_test(plugin=args.plugin)()],
         "coexist": [lambda: coexist_test(plugin=args.plugin)()],
         "lua": [lua_test],
+        "overlay": [lambda: overlay_test(plugin=args.plugin)()],
     }
     need_test = tests.get(args.test)
     if not need_test:
