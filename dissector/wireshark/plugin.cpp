@@ -6,7 +6,8 @@
 //
 // Wireshark's exceptions are longjmp()s: nothing below keeps an object with a
 // destructor alive across a call into Wireshark that can throw, except the
-// long-lived globals.
+// long-lived globals and the reused Frame. kwire's decoder runs before the
+// first such call.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -267,8 +268,9 @@ struct TreeBuilder {
         proto_item_set_generated(e);
         proto_item_set_hidden(e);
         auto name = error_name(n.v.i);
-        expert_add_info_format(pinfo, it, &ei_error_code, "%s: %s (%d)", gf.name,
-                               name.empty() ? "unknown error" : std::string(name).c_str(), static_cast<int>(n.v.i));
+        if (name.empty()) name = "unknown error";
+        expert_add_info_format(pinfo, it, &ei_error_code, "%s: %.*s (%d)", gf.name, static_cast<int>(name.size()),
+                               name.data(), static_cast<int>(n.v.i));
       }
     }
     return it;
@@ -278,17 +280,19 @@ struct TreeBuilder {
   // loaded at run time): shown with its spec name, filterable as text.
   proto_item* add_unregistered(proto_tree* tree, const Node& n, Range r) {
     const FieldDesc& d = ps.field(n.desc);
-    TextBuffer b;
-    if (n.is_null()) b += "null";
-    else if (n.type == WireType::String) b += n.str();
-    else if (is_integer(n.type)) append_int(b, n.v.i);
-    else if (n.type == WireType::Bool) b += n.v.i ? "true" : "false";
-    else if (n.type == WireType::Uuid) b.commit(wire::uuid_to(b.room(wire::kUuidTextSize), n.v.p));
-    else { append_int(b, n.aux); b += " bytes"; }
-    const char* text = utf8_string(pinfo->pool, b.view());
+    const char* text;
+    {
+      TextBuffer b;   // gone before the Wireshark calls below, which may throw
+      if (n.is_null()) b += "null";
+      else if (n.type == WireType::String) b += n.str();
+      else if (is_integer(n.type)) append_int(b, n.v.i);
+      else if (n.type == WireType::Bool) b += n.v.i ? "true" : "false";
+      else if (n.type == WireType::Uuid) b.commit(wire::uuid_to(b.room(wire::kUuidTextSize), n.v.p));
+      else { append_int(b, n.aux); b += " bytes"; }
+      text = utf8_string(pinfo->pool, b.view());
+    }
     char name[128];
     snprintf(name, sizeof name, "%.*s", static_cast<int>(d.name.size()), d.name.data());
-    // b is dead from here on: nothing with a destructor crosses the calls below.
     proto_item* it = proto_tree_add_string_format(tree, hf_overlay_field, tvb, r.offset, r.length, text, "%s: %s",
                                                   name, text);
     return it;
@@ -341,11 +345,9 @@ struct TreeBuilder {
 
 // ---- Dissection -------------------------------------------------------------
 
-Connection* connection_of(packet_info* pinfo, bool create_by_port) {
+Connection* connection_of(packet_info* pinfo) {
   conversation_t* conv = find_or_create_conversation(pinfo);
-  auto* c = static_cast<Connection*>(conversation_get_proto_data(conv, proto_kwire));
-  if (c || !create_by_port) return c;
-  return nullptr;
+  return static_cast<Connection*>(conversation_get_proto_data(conv, proto_kwire));
 }
 
 Connection* new_connection(packet_info* pinfo, bool dst_is_server) {
@@ -443,7 +445,7 @@ int dissect_pdu(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void* data)
 
   const ProgramSet& programs_now = ps();
   Frame& f = scratch_frame();
-  FrameDecoder decoder(programs_now);
+  const FrameDecoder decoder(programs_now);
   guint len = tvb_reported_length(tvb);
   guint have = tvb_captured_length(tvb);
   const auto* bytes = static_cast<const uint8_t*>(tvb_get_ptr(tvb, 0, static_cast<gint>(have)));
@@ -490,14 +492,18 @@ int dissect_pdu(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void* data)
     known_brokers.back().port = pinfo->srcport;
   }
 
-  // The summary line, as `kwire decode` prints it.
-  FrameContext ctx;
-  ctx.unmatched = info->unmatched;
-  ctx.not_kafka = info->not_kafka;
-  if (info->note) ctx.note = info->note;
-  TextBuffer summary;
-  append_summary(summary, programs_now, f, &ctx);
-  const char* summary_text = utf8_string(pinfo->pool, summary.view());
+  // The summary line, as `kwire decode` prints it. The C++ objects are gone
+  // before the Wireshark calls below, whose exceptions are longjmp()s.
+  const char* summary_text;
+  {
+    FrameContext ctx;
+    ctx.unmatched = info->unmatched;
+    ctx.not_kafka = info->not_kafka;
+    if (info->note) ctx.note = info->note;
+    TextBuffer summary;
+    append_summary(summary, programs_now, f, &ctx);
+    summary_text = utf8_string(pinfo->pool, summary.view());
+  }
   const char* reason = f.errors.empty() ? nullptr : wmem_strdup(pinfo->pool, f.errors.front().reason.c_str());
   guint reason_offset = f.errors.empty() ? 0 : f.errors.front().offset;
   const char* api_name = f.program ? wmem_strndup(pinfo->pool, f.program->api_name.data(), f.program->api_name.size())
@@ -583,7 +589,7 @@ int dissect_connection(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, Conn
 
 // On the Kafka ports of the preference.
 int dissect_kwire(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void*) {
-  Connection* c = connection_of(pinfo, false);
+  Connection* c = connection_of(pinfo);
   if (!c) {
     dissector_handle_t port_handle = dissector_get_uint_handle(find_dissector_table("tcp.port"), pinfo->destport);
     bool dst_is_server = port_handle == kwire_handle || is_known_broker(&pinfo->dst, pinfo->destport);
@@ -596,7 +602,7 @@ int dissect_kwire(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void*) {
 // request kwire knows (the recognition `kwire decode` uses), or when it talks
 // to a broker endpoint already seen answering Kafka requests.
 gboolean dissect_kwire_heur(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void*) {
-  Connection* c = connection_of(pinfo, false);
+  Connection* c = connection_of(pinfo);
   if (!c) {
     if (!pref_heuristic) return FALSE;
     bool dst_broker = is_known_broker(&pinfo->dst, pinfo->destport);

@@ -384,6 +384,15 @@ def lua_test():
             return [line for line in text.splitlines()
                     if "Time since request:" not in line and "[Protocols in frame:" not in line]
 
+        # Both at once: the same protocol twice, which Wireshark refuses.
+        both = Tshark(plugin=args.plugin, lua=args.lua)
+        try:
+            demo = os.path.join(args.source, "captures", "demo.pcapng")
+            p = both.run(["-r", both.file(demo), "-Y", "kwire", "-c", "20"], check=False)
+            need(b"there cannot be two protocols" in p.stderr and p.stdout.count(b"kwire") > 0,
+                 f"plugin and kwire.lua together: expected Lua to be refused and the plugin to decode: {p.stderr}")
+        finally:
+            both.cleanup()
         total = 0
         malformed = os.path.join(c.dir, "malformed.pcap")
         malformed_capture(malformed)
