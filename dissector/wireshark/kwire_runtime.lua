@@ -117,6 +117,8 @@ local function uvarint(R)
   for i = 0, 4 do
     if R.pos + i >= R.stop then return nil, "truncated" end
     local b = R.tvb(R.pos + i, 1):uint()
+    -- Strict, as Kafka reads them: the fifth byte holds the top 4 bits only.
+    if i == 4 and b >= 16 then return nil, "overlong" end
     v = v + (b % 128) * mul
     if b < 128 then
       R.pos = R.pos + i + 1
@@ -135,6 +137,7 @@ local function zigzag_varint(tvb, pos, stop)
     local b = tvb(pos + i, 1):uint()
     v = v + (b % 128) * mul
     if b < 128 then
+      v = v % 4294967296   -- bits past 32 are dropped, as Kafka's ByteUtils does
       if v % 2 == 1 then return -(v + 1) / 2, pos + i + 1 end
       return v / 2, pos + i + 1
     end
@@ -157,6 +160,48 @@ local function zigzag_varlong(tvb, pos, stop)
     end
   end
   return nil
+end
+
+-- Invalid UTF-8 becomes U+FFFD byte by byte (overlong forms, surrogates and
+-- code points past U+10FFFF included) and NUL becomes U+2400, as in kwire.so.
+local function utf8_clean(raw)
+  if not raw:find("[%z\128-\255]") then return raw end
+  local out = {}
+  local i, n = 1, #raw
+  while i <= n do
+    local c = raw:byte(i)
+    if c == 0 then
+      out[#out + 1] = "\226\144\128"
+      i = i + 1
+    elseif c < 128 then
+      out[#out + 1] = string.char(c)
+      i = i + 1
+    else
+      local len = (c >= 0xc2 and c <= 0xdf) and 2 or (c >= 0xe0 and c <= 0xef) and 3 or (c >= 0xf0 and c <= 0xf4) and 4 or 0
+      local ok = len > 0 and i + len - 1 <= n
+      for k = 1, len - 1 do
+        if ok then
+          local b = raw:byte(i + k)
+          ok = b >= 0x80 and b <= 0xbf
+        end
+      end
+      if ok then
+        local b1 = raw:byte(i + 1)
+        if c == 0xe0 then ok = b1 >= 0xa0
+        elseif c == 0xed then ok = b1 <= 0x9f
+        elseif c == 0xf0 then ok = b1 >= 0x90
+        elseif c == 0xf4 then ok = b1 <= 0x8f end
+      end
+      if ok then
+        out[#out + 1] = raw:sub(i, i + len - 1)
+        i = i + len
+      else
+        out[#out + 1] = "\239\191\189"
+        i = i + 1
+      end
+    end
+  end
+  return table.concat(out)
 end
 
 local B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
@@ -293,7 +338,7 @@ local function records(R, tree, pos, stop)
         hdr:set_text(string.format("[%d]", h))
         local kn, q6 = zigzag_varint(rtvb, p, rend)
         if not kn or kn < 0 or q6 + kn > rend then return fail(R, bpos, "record batch: bad header key length") end
-        hdr:add(FIELDS["kwire.record_header.key"].pf, rtvb(p, q6 + kn - p), rtvb(q6, kn):string(ENC_UTF_8))
+        hdr:add(FIELDS["kwire.record_header.key"].pf, rtvb(p, q6 + kn - p), kn > 0 and utf8_clean(rtvb(q6, kn):raw()) or "")
         p = q6 + kn
         local vn, q7 = zigzag_varint(rtvb, p, rend)
         if not vn or vn < -1 or q7 + math.max(vn, 0) > rend then return fail(R, bpos, "record batch: bad header value length") end
@@ -522,7 +567,7 @@ decode_field = function(R, tree, desc, parent_abbrev, depth, parent_path, elemen
       return true
     end
     if t == STRING then
-      local s = tvb(data, len):string(ENC_UTF_8)
+      local s = len > 0 and utf8_clean(tvb(data, len):raw()) or ""
       tree:add(F.pf, whole, s)
       note_summary(R, depth, d, s, path, element)
     elseif t == BYTES then
@@ -787,12 +832,17 @@ local function dissect_pdu(tvb, pinfo, tree)
       if ok then
         if not program then
           if info.request then
-            local known = false
+            local lo, hi = nil, nil
             for k, _ in pairs(M) do
-              if math.floor(k / 131072) == R.api_key and k % 2 == 0 then known = true end
+              if math.floor(k / 131072) == R.api_key and k % 2 == 0 then
+                local v = (k % 131072) / 2
+                if not lo or v < lo then lo = v end
+                if not hi or v > hi then hi = v end
+              end
             end
-            if known then
-              fail(R, 6, "unknown version " .. R.api_version .. " of " .. (API_NAMES[R.api_key] or "?"))
+            if lo then
+              fail(R, 6, string.format("unknown version %d of %s (known: %d-%d)", R.api_version,
+                API_NAMES[R.api_key] or "?", lo, hi))
             else
               fail(R, 4, "unknown api key " .. R.api_key)
             end

@@ -164,7 +164,10 @@ int32_t field_of(int32_t parent, uint32_t desc) {
 
 // ---- Values ---------------------------------------------------------------
 
-// Invalid UTF-8 becomes U+FFFD, byte by byte, as in kwire's JSON output.
+// Invalid UTF-8 becomes U+FFFD, byte by byte, as in kwire's JSON output, and
+// NUL becomes U+2400;
+// overlong forms, surrogates and code points past U+10FFFF are invalid too
+// (Wireshark's string fields must hold valid UTF-8).
 const char* utf8_string(wmem_allocator_t* pool, std::string_view s) {
   char* out = static_cast<char*>(wmem_alloc(pool, s.size() * 3 + 1));
   char* o = out;
@@ -172,10 +175,21 @@ const char* utf8_string(wmem_allocator_t* pool, std::string_view s) {
   const auto* end = p + s.size();
   while (p < end) {
     uint8_t c = *p;
+    if (c == 0) {
+      // Wireshark's strings end at a NUL: show it as U+2400 SYMBOL FOR NULL.
+      std::memcpy(o, "\xe2\x90\x80", 3);
+      o += 3;
+      ++p;
+      continue;
+    }
     if (c < 0x80) { *o++ = static_cast<char>(c); ++p; continue; }
-    int len = (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+    int len = c >= 0xc2 && c <= 0xdf ? 2 : (c & 0xf0) == 0xe0 ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
     bool ok = len > 0 && end - p >= len;
     for (int k = 1; ok && k < len; ++k) ok = (p[k] & 0xc0) == 0x80;
+    if (ok && c == 0xe0) ok = p[1] >= 0xa0;   // overlong
+    if (ok && c == 0xed) ok = p[1] <= 0x9f;   // surrogates
+    if (ok && c == 0xf0) ok = p[1] >= 0x90;   // overlong
+    if (ok && c == 0xf4) ok = p[1] <= 0x8f;   // past U+10FFFF
     if (ok) { std::memcpy(o, p, static_cast<size_t>(len)); o += len; p += len; }
     else { std::memcpy(o, "\xef\xbf\xbd", 3); o += 3; ++p; }
   }

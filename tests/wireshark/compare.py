@@ -80,7 +80,7 @@ class Comparison:
                 ok = False
             if ok:
                 return
-        if kw == ts:
+        if kw == ts or kw.replace("\x00", "\u2400") == ts:  # Wireshark strings cannot hold NUL
             return
         raw = bytes_of_base64(kw)
         if raw is not None and bytes_of_hex(ts) == raw:

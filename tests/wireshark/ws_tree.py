@@ -64,7 +64,7 @@ def value(abbrev, v, tree):
             return [value(k, x, t) for k, x, t in items(tree)]
         if abbrev == "kwire.unknown_tagged_field":
             tag = dict(pairs_of(tree)).get("kwire.unknown_tagged_field.tag")
-            return {"tag": int(tag), "data": v}
+            return {"tag": tag, "data": v}
     if isinstance(v, list):  # FT_NONE with children: a struct (or records)
         keys = [k for k, _ in v]
         if "kwire.null" in keys:
