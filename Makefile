@@ -5,7 +5,7 @@ BUILD_TEST ?= build-test
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all build demo test bench bench-record deps clean captures conformance fuzz-smoke
+.PHONY: all build demo test bench bench-record deps clean captures conformance fuzz-smoke install-plugin
 
 all: build
 
@@ -17,6 +17,18 @@ $(BUILD)/build.ninja: | deps
 
 build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
+
+# The Wireshark plugin into the personal plugin folder of the user running
+# make, for the installed Wireshark's version (PLUGIN_DIR=... for another
+# folder, e.g. the global one: /usr/lib/x86_64-linux-gnu/wireshark/plugins/4.0/epan).
+# tshark run as root ignores personal plugin folders: root needs the global one.
+WS_VERSION = $(shell pkg-config --modversion wireshark 2>/dev/null | cut -d. -f1,2)
+PLUGIN_DIR ?= $(HOME)/.local/lib/wireshark/plugins/$(WS_VERSION)/epan
+install-plugin: build
+	@test -n "$(WS_VERSION)" || { echo "install-plugin: wireshark-dev is missing (tools/install-deps)" >&2; exit 1; }
+	install -d "$(PLUGIN_DIR)"
+	install -m 644 $(BUILD)/wireshark/kwire.so "$(PLUGIN_DIR)/kwire.so"
+	@echo "installed $(PLUGIN_DIR)/kwire.so; check with: tshark -G plugins | grep kwire"
 
 # Decodes the bundled capture and prints its streams-group frames.
 STREAMS_APIS = StreamsGroupHeartbeat,StreamsGroupDescribe,StreamsGroupTopologyDescriptionUpdate,DescribeTopicPartitions,DeleteGroups

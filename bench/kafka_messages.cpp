@@ -8,6 +8,8 @@ namespace {
 
 constexpr int16_t kMetadata = 3;
 constexpr int16_t kProduce = 0;
+constexpr int16_t kFetch = 1;
+constexpr int16_t kHeartbeat = 12;
 constexpr int16_t kStreamsGroupHeartbeat = 88;
 constexpr int16_t kStreamsGroupDescribe = 89;
 constexpr int kAuthorizedOpsOmitted = INT32_MIN;
@@ -473,6 +475,60 @@ WireMessage produce_response(int32_t corr, int version, int topics, int partitio
   m.i32(0);  // ThrottleTimeMs
   if (flex) m.tags0();
   return finish(m, false, kProduce, version);
+}
+
+// FetchRequest v11: ReplicaId, MaxWaitMs, MinBytes, MaxBytes, IsolationLevel,
+// SessionId, SessionEpoch, Topics [Topic, Partitions [Partition,
+// CurrentLeaderEpoch, FetchOffset, LogStartOffset, PartitionMaxBytes]],
+// ForgottenTopicsData, RackId.
+WireMessage fetch_request(int32_t corr, int topics, int partitions, int64_t offset) {
+  Msg m = request_header_v1(kFetch, 11, corr, "consumer-orders-1");
+  m.i32(-1).i32(500).i32(1).i32(52428800).i8(1).i32(0).i32(-1);
+  m.i32(topics);
+  for (int t = 0; t < topics; ++t) {
+    m.str(kProduceTopics[t % 4]).i32(partitions);
+    for (int p = 0; p < partitions; ++p) m.i32(p).i32(3).i64(offset).i64(0).i32(1048576);
+  }
+  m.i32(0).str("rack-a");
+  return finish(m, true, kFetch, 11);
+}
+
+// FetchResponse v11: ThrottleTimeMs, ErrorCode, SessionId, Responses [Topic,
+// Partitions [PartitionIndex, ErrorCode, HighWatermark, LastStableOffset,
+// LogStartOffset, AbortedTransactions (null), PreferredReadReplica, Records]].
+WireMessage fetch_response(int32_t corr, int topics, int partitions, int records, Codec codec, uint64_t seed,
+                           int64_t offset, int64_t base_timestamp) {
+  Msg m;
+  m.i32(corr);
+  m.i32(0).i16(0).i32(0);
+  m.i32(topics);
+  for (int t = 0; t < topics; ++t) {
+    m.str(kProduceTopics[t % 4]).i32(partitions);
+    for (int p = 0; p < partitions; ++p) {
+      BatchSpec spec = record_batch_spec(seed * 64 + static_cast<uint64_t>(t * 16 + p), records, codec,
+                                         base_timestamp);
+      spec.base_offset = offset;
+      std::vector<uint8_t> batch = encode_record_batch(spec);
+      m.i32(p).i16(0).i64(offset + records).i64(offset + records).i64(0).i32(-1).i32(-1);
+      m.i32(static_cast<int64_t>(batch.size())).raw(batch);
+    }
+  }
+  return finish(m, false, kFetch, 11);
+}
+
+// HeartbeatRequest v3: GroupId, GenerationId, MemberId, GroupInstanceId (null).
+WireMessage heartbeat_request(int32_t corr, int consumer, int generation) {
+  Msg m = request_header_v1(kHeartbeat, 3, corr, "consumer-orders-1");
+  m.str("orders-consumers").i32(generation).str("consumer-" + std::to_string(consumer) + "-6f1c2a").i16(-1);
+  return finish(m, true, kHeartbeat, 3);
+}
+
+// HeartbeatResponse v3: ThrottleTimeMs, ErrorCode.
+WireMessage heartbeat_response(int32_t corr) {
+  Msg m;
+  m.i32(corr);
+  m.i32(0).i16(0);
+  return finish(m, false, kHeartbeat, 3);
 }
 
 }  // namespace kwire::bench

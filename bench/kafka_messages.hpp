@@ -78,4 +78,14 @@ WireMessage produce_response(int32_t corr, int version, int topics, int partitio
 
 std::string topic_name(int i);
 
+// --- Consumers of the classic protocol: Fetch v11 and Heartbeat v3 -----------
+// The newest non-flexible versions, which tshark 4.0's kafka dissector reads
+// in full. A fetch of `topics` x `partitions` partitions from `offset`; the
+// response carries one batch of `records` records per partition.
+WireMessage fetch_request(int32_t corr, int topics, int partitions, int64_t offset);
+WireMessage fetch_response(int32_t corr, int topics, int partitions, int records, Codec codec, uint64_t seed,
+                           int64_t offset, int64_t base_timestamp);
+WireMessage heartbeat_request(int32_t corr, int consumer, int generation);
+WireMessage heartbeat_response(int32_t corr);
+
 }  // namespace kwire::bench

@@ -1,7 +1,7 @@
 // kwire-gencap: writes a pcap of synthetic but realistic Kafka traffic on port
 // 9092, about SIZE_MB megabytes (10^6 bytes), for whole-process benchmarks.
 //
-//   kwire-gencap OUT.pcap SIZE_MB [--seed N]
+//   kwire-gencap OUT.pcap SIZE_MB [--seed N] [--apis-both-know]
 //
 // Connections (all with handshakes, to three brokers 10.0.0.1-3:9092):
 //   4 Kafka Streams members of "orders-app": StreamsGroupHeartbeat v1 every
@@ -13,6 +13,10 @@
 //   3 producers: a Produce v8 request per round, 2 topics x 2 partitions x
 //     one batch of 100 ~100-byte records, uncompressed / lz4 / zstd, and the
 //     responses.
+// --apis-both-know replaces the streams traffic (which tshark 4.0's built-in
+// kafka dissector cannot read) by 3 classic consumers: a Fetch v11 per round
+// (2 topics x 2 partitions, one batch of 100 records each, uncompressed / lz4
+// / zstd) and a Heartbeat v3, for comparisons with that dissector.
 // Produce v8 and Metadata v9 are used (not the newest, v13) because they are
 // the newest versions tshark 4.0 dissects (it stops at "Unsupported ...
 // version" for later ones), so a comparison makes both tools do the full work.
@@ -35,7 +39,7 @@ constexpr int kProduceVersion = 8;
 constexpr int kMetadataVersion = 9;
 
 int usage() {
-  std::fprintf(stderr, "usage: kwire-gencap OUT.pcap SIZE_MB [--seed N]\n");
+  std::fprintf(stderr, "usage: kwire-gencap OUT.pcap SIZE_MB [--seed N] [--apis-both-know]\n");
   return 2;
 }
 
@@ -58,9 +62,11 @@ int main(int argc, char** argv) {
   std::string out = argv[1];
   double mb = std::atof(argv[2]);
   uint64_t seed = 1;
+  bool both_know = false;
   for (int i = 3; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--seed" && i + 1 < argc) seed = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "--apis-both-know") both_know = true;
     else return usage();
   }
   if (mb <= 0) return usage();
@@ -88,6 +94,10 @@ int main(int argc, char** argv) {
       producers[p] = cap.connect(make_endpoint("10.0.3." + std::to_string(10 + p), uint16_t(43000 + p)),
                                  brokers[p]);
 
+    uint32_t consumers[3] = {};
+    for (int k = 0; both_know && k < 3; ++k)
+      consumers[k] = cap.connect(make_endpoint("10.0.4." + std::to_string(10 + k), uint16_t(44000 + k)), brokers[k]);
+    int32_t consumer_corr[3] = {};
     int32_t corr[kStreamsMembers] = {};
     int32_t admin_corr = 0, producer_corr[3] = {};
     int64_t offsets[3] = {};
@@ -97,7 +107,7 @@ int main(int argc, char** argv) {
       int64_t now_ms = 1'700'000'000'000 + static_cast<int64_t>(r) * 100;
       bool rebalance = r % 25 == 0;
       if (rebalance && r > 0) ++epoch;
-      for (int k = 0; k < kStreamsMembers; ++k) {
+      for (int k = 0; k < (both_know ? 0 : kStreamsMembers); ++k) {
         if (rebalance) {
           int32_t c = ++corr[k];
           if (r == 0) g.exchange(members[k], sg_heartbeat_join_request(c, k), sg_heartbeat_assignment_response(c, k, epoch));
@@ -118,7 +128,16 @@ int main(int argc, char** argv) {
         offsets[p] += 100;
         messages += 2;
       }
-      if (r % 5 == 0) {
+      for (int k = 0; both_know && k < 3; ++k) {
+        int32_t c = ++consumer_corr[k];
+        uint64_t batch_seed = seed * 2'000'000'011ULL + r * 3 + static_cast<uint64_t>(k);
+        g.exchange(consumers[k], fetch_request(c, 2, 2, offsets[k]),
+                   fetch_response(c, 2, 2, 100, codecs[k], batch_seed, offsets[k], now_ms));
+        c = ++consumer_corr[k];
+        g.exchange(consumers[k], heartbeat_request(c, k, epoch), heartbeat_response(c));
+        messages += 4;
+      }
+      if (!both_know && r % 5 == 0) {
         int32_t c = ++admin_corr;
         g.exchange(admin, sg_describe_request(c), sg_describe_response(c, epoch));
         messages += 2;
@@ -133,6 +152,7 @@ int main(int argc, char** argv) {
     }
     for (int k = 0; k < kStreamsMembers; ++k) cap.close(members[k]);
     cap.close(admin);
+    for (int k = 0; both_know && k < 3; ++k) cap.close(consumers[k]);
     for (int p = 0; p < 3; ++p) cap.close(producers[p]);
     uint64_t packets = cap.packets();
     cap.finish();

@@ -1,0 +1,924 @@
+-- The decoder of kwire.lua: kwire's second implementation, for Wireshark
+-- builds that cannot load the C plugin (kwire.so). It walks the generated
+-- tables above (D: field descriptors, S: structs, M: messages, the compiled
+-- programs of kwire) and builds the same tree as the C plugin: the same
+-- protocol and field names, arrays as "Name (count)" subtrees, kwire.null
+-- under null fields, kwire.error_code for error codes. The tests compare its
+-- tshark output field by field with the C plugin's.
+--
+-- Not here, unlike the C plugin: snappy, lz4 and zstd record batches (gzip is
+-- decompressed with Wireshark's own zlib), records inside compressed legacy
+-- message sets, and spec overlays.
+
+local kwire = Proto("kwire", "Apache Kafka (kwire)")
+
+-- WireType and FieldFlag values of dissector/protocol/program.hpp.
+local INT8, INT16, INT32, INT64, UINT16, UINT32, FLOAT64, BOOL, UUID, STRING, BYTES, RECORDS, STRUCT, ARRAY =
+  0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13
+local NULLABLE, COMPACT, SENSITIVE, ERROR_CODE = 1, 2, 16, 64
+local MAX_MESSAGE = 256 * 1024 * 1024
+
+local function has(flags, bit) return math.floor(flags / bit) % 2 == 1 end
+
+-- ---- Fields ----------------------------------------------------------------
+
+local FIELDS = {}     -- abbrev -> {pf, type, error_code, name}
+local pfs = {}
+
+local function ftype_of(t)
+  if t == "UINT32HEX" then return ftypes.UINT32, base.HEX end
+  if t == "NONE" or t == "STRING" or t == "BYTES" or t == "BOOLEAN" or t == "DOUBLE" then return ftypes[t], base.NONE end
+  return ftypes[t], base.DEC
+end
+
+for _, g in ipairs(GEN) do
+  -- kwire.unknown_tagged_field is registered below with the generic fields.
+  if g[1] == "kwire.unknown_tagged_field" then goto continue end
+  local ft, b = ftype_of(g[4])
+  local vals = nil
+  if g[5] then vals = ERROR_NAMES elseif g[6] then vals = VALS[g[6]] end
+  local pf
+  if ft == ftypes.BOOLEAN then
+    pf = ProtoField.bool(g[1], g[2], base.NONE, nil, nil, g[3])
+  else
+    pf = ProtoField.new(g[2], g[1], ft, vals, b, nil, g[3])
+  end
+  FIELDS[g[1]] = {pf = pf, type = g[4], error_code = g[5], name = g[2]}
+  pfs[#pfs + 1] = pf
+  ::continue::
+end
+
+local function generic(abbrev, name, ft, vals, b, blurb)
+  local pf = ProtoField.new(name, abbrev, ft, vals, b, nil, blurb)
+  pfs[#pfs + 1] = pf
+  return pf
+end
+
+local f_length = generic("kwire.length", "Length", ftypes.INT32, nil, base.DEC, "Size prefix: bytes after it")
+local f_api_key = generic("kwire.api_key", "Api key", ftypes.INT16, API_NAMES, base.DEC)
+local f_api_version = generic("kwire.api_version", "Api version", ftypes.INT16, nil, base.DEC)
+local f_correlation_id = generic("kwire.correlation_id", "Correlation id", ftypes.INT32, nil, base.DEC)
+local f_direction = generic("kwire.direction", "Direction", ftypes.UINT8, {[0] = "Request", [1] = "Response"}, base.DEC)
+local f_api_name = generic("kwire.api_name", "Api name", ftypes.STRING, nil, base.NONE)
+local f_error_code = generic("kwire.error_code", "Error code", ftypes.INT16, ERROR_NAMES, base.DEC,
+  "Every non-zero error code anywhere in the message, or 0 when there is none")
+local f_request_in = ProtoField.framenum("kwire.request_in", "Request in frame", base.NONE, frametype.REQUEST)
+local f_response_in = ProtoField.framenum("kwire.response_in", "Response in frame", base.NONE, frametype.RESPONSE)
+local f_time = ProtoField.relative_time("kwire.time", "Time since request")
+pfs[#pfs + 1] = f_request_in
+pfs[#pfs + 1] = f_response_in
+pfs[#pfs + 1] = f_time
+local f_null = generic("kwire.null", "Null", ftypes.NONE, nil, base.NONE, "The field is null on the wire")
+local f_redacted = generic("kwire.redacted", "Redacted", ftypes.NONE, nil, base.NONE,
+  "A secret (SASL token, password, HMAC): never shown")
+local f_unknown_tag = generic("kwire.unknown_tagged_field", "UnknownTaggedField", ftypes.BYTES, nil, base.NONE,
+  "A tagged field this version's spec does not define")
+local f_unknown_tag_number = generic("kwire.unknown_tagged_field.tag", "Tag", ftypes.UINT32, nil, base.DEC)
+local f_overlay = generic("kwire.overlay", "Spec overlay", ftypes.STRING, nil, base.NONE)
+local f_overlay_field = generic("kwire.overlay_field", "Overlay field", ftypes.STRING, nil, base.NONE,
+  "A field of a spec overlay loaded at run time")
+local f_not_kafka = generic("kwire.not_kafka", "Not Kafka", ftypes.STRING, nil, base.NONE)
+kwire.fields = pfs
+
+local ei_malformed = ProtoExpert.new("kwire.malformed", "Malformed Kafka message", expert.group.MALFORMED, expert.severity.ERROR)
+local ei_error = ProtoExpert.new("kwire.error", "Kafka error code", expert.group.RESPONSE_CODE, expert.severity.NOTE)
+local ei_unmatched = ProtoExpert.new("kwire.unmatched", "Response whose request is not in the capture: not decoded",
+  expert.group.SEQUENCE, expert.severity.WARN)
+local ei_not_kafka = ProtoExpert.new("kwire.not_kafka.expert", "Not Kafka", expert.group.UNDECODED, expert.severity.WARN)
+local ei_overlay = ProtoExpert.new("kwire.overlay.expert", "Decoded through a spec overlay", expert.group.PROTOCOL,
+  expert.severity.NOTE)
+kwire.experts = {ei_malformed, ei_error, ei_unmatched, ei_not_kafka, ei_overlay}
+
+kwire.prefs.heuristic = Pref.bool("Find Kafka on any port", true,
+  "Recognise a connection as Kafka from its first request, on any port, as kwire decode does")
+
+-- ---- Reading -----------------------------------------------------------------
+
+-- One decode run over a PDU: position, end (narrowed inside tagged fields),
+-- the first error, and what the summary line needs.
+local function fail(R, at, reason)
+  if not R.failed then
+    R.failed = true
+    R.err_offset = at
+    R.err_reason = reason
+  end
+  return false
+end
+
+local function need(R, n, name)
+  local left = R.stop - R.pos
+  if left >= n then return true end
+  return fail(R, R.pos, name .. ": needs " .. n .. " bytes, " .. left .. " left")
+end
+
+-- Unsigned varint of at most 5 bytes (lengths, counts, tags).
+local function uvarint(R)
+  local v, mul = 0, 1
+  for i = 0, 4 do
+    if R.pos + i >= R.stop then return nil, "truncated" end
+    local b = R.tvb(R.pos + i, 1):uint()
+    -- Strict, as Kafka reads them: the fifth byte holds the top 4 bits only.
+    if i == 4 and b >= 16 then return nil, "overlong" end
+    v = v + (b % 128) * mul
+    if b < 128 then
+      R.pos = R.pos + i + 1
+      return v
+    end
+    mul = mul * 128
+  end
+  return nil, "overlong"
+end
+
+-- Zig-zag varints of records: 5 bytes for a varint, 10 for a varlong.
+local function zigzag_varint(tvb, pos, stop)
+  local v, mul = 0, 1
+  for i = 0, 4 do
+    if pos + i >= stop then return nil end
+    local b = tvb(pos + i, 1):uint()
+    v = v + (b % 128) * mul
+    if b < 128 then
+      v = v % 4294967296   -- bits past 32 are dropped, as Kafka's ByteUtils does
+      if v % 2 == 1 then return -(v + 1) / 2, pos + i + 1 end
+      return v / 2, pos + i + 1
+    end
+    mul = mul * 128
+  end
+  return nil
+end
+
+local function zigzag_varlong(tvb, pos, stop)
+  local v = UInt64(0)
+  for i = 0, 9 do
+    if pos + i >= stop then return nil end
+    local b = tvb(pos + i, 1):uint()
+    v = v:bor(UInt64(b % 128):lshift(7 * i))
+    if b < 128 then
+      local half = v:rshift(1)
+      local r = Int64.new(half:lower(), half:higher())
+      if v:band(1) == UInt64(1) then r = -r - 1 end
+      return r, pos + i + 1
+    end
+  end
+  return nil
+end
+
+-- Invalid UTF-8 becomes U+FFFD byte by byte (overlong forms, surrogates and
+-- code points past U+10FFFF included) and NUL becomes U+2400, as in kwire.so.
+local function utf8_clean(raw)
+  if not raw:find("[%z\128-\255]") then return raw end
+  local out = {}
+  local i, n = 1, #raw
+  while i <= n do
+    local c = raw:byte(i)
+    if c == 0 then
+      out[#out + 1] = "\226\144\128"
+      i = i + 1
+    elseif c < 128 then
+      out[#out + 1] = string.char(c)
+      i = i + 1
+    else
+      local len = (c >= 0xc2 and c <= 0xdf) and 2 or (c >= 0xe0 and c <= 0xef) and 3 or (c >= 0xf0 and c <= 0xf4) and 4 or 0
+      local ok = len > 0 and i + len - 1 <= n
+      for k = 1, len - 1 do
+        if ok then
+          local b = raw:byte(i + k)
+          ok = b >= 0x80 and b <= 0xbf
+        end
+      end
+      if ok then
+        local b1 = raw:byte(i + 1)
+        if c == 0xe0 then ok = b1 >= 0xa0
+        elseif c == 0xed then ok = b1 <= 0x9f
+        elseif c == 0xf0 then ok = b1 >= 0x90
+        elseif c == 0xf4 then ok = b1 <= 0x8f end
+      end
+      if ok then
+        out[#out + 1] = raw:sub(i, i + len - 1)
+        i = i + len
+      else
+        out[#out + 1] = "\239\191\189"
+        i = i + 1
+      end
+    end
+  end
+  return table.concat(out)
+end
+
+local B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+-- Kafka's rendering of a uuid: URL-safe base64 without padding.
+local function uuid_text(range)
+  local bytes = range:bytes()
+  local out = {}
+  local n = bytes:len()
+  local i = 0
+  while i < n do
+    local a = bytes:get_index(i)
+    local b = i + 1 < n and bytes:get_index(i + 1) or 0
+    local c = i + 2 < n and bytes:get_index(i + 2) or 0
+    local x = a * 65536 + b * 256 + c
+    local chars = math.min(4, n - i + 1)
+    for k = 1, chars do
+      local idx = math.floor(x / 2 ^ (6 * (4 - k))) % 64
+      out[#out + 1] = B64:sub(idx + 1, idx + 1)
+    end
+    i = i + 3
+  end
+  return table.concat(out)
+end
+
+-- ---- Building the tree -------------------------------------------------------
+
+local decode_field
+
+local function null_child(R, item)
+  item:add(f_null, R.tvb(0, 0)):set_generated()
+end
+
+local function note_error_code(R, tree, item, range, F, v)
+  R.error_fields = R.error_fields + 1
+  if v ~= 0 then
+    R.errors = R.errors + 1
+    local e = tree:add(f_error_code, range, v)
+    e:set_generated()
+    e:set_hidden()
+    local name = ERROR_NAMES[v] or "unknown error"
+    item:add_proto_expert_info(ei_error, string.format("%s: %s (%d)", F.name, name, v))
+  end
+end
+
+-- The summary line's material: top-level fields and the first nested error.
+local function note_summary(R, depth, d, value, path, element)
+  if depth == 1 and not element then R.top[d[1]] = value end
+  if R.in_records then return end
+  if depth > 1 and not element and has(d[5], ERROR_CODE) and value ~= 0 and not R.nested_error then
+    R.nested_error = {path = path, value = value}
+  end
+  if d[8] and type(value) == "string" then
+    R.groups[#R.groups + 1] = value
+  end
+end
+
+local function records(R, tree, pos, stop)
+  local tvb = R.tvb
+  R.in_records = true
+  local function batch(bpos, size)
+    local total = 12 + size
+    local item = tree:add(FIELDS["kwire.record_batch"].pf, tvb(bpos, total))
+    local function leaf(name, off, len, value)
+      return item:add(FIELDS["kwire.record_batch." .. name].pf, tvb(bpos + off, len), value)
+    end
+    leaf("base_offset", 0, 8, tvb(bpos, 8):int64())
+    leaf("batch_length", 8, 4, tvb(bpos + 8, 4):int())
+    leaf("partition_leader_epoch", 12, 4, tvb(bpos + 12, 4):int())
+    leaf("magic", 16, 1, tvb(bpos + 16, 1):int())
+    leaf("crc", 17, 4, tvb(bpos + 17, 4):uint())
+    local attributes = tvb(bpos + 21, 2):int()
+    leaf("attributes", 21, 2, attributes)
+    leaf("last_offset_delta", 23, 4, tvb(bpos + 23, 4):int())
+    leaf("base_timestamp", 27, 8, tvb(bpos + 27, 8):int64())
+    leaf("max_timestamp", 35, 8, tvb(bpos + 35, 8):int64())
+    leaf("producer_id", 43, 8, tvb(bpos + 43, 8):int64())
+    leaf("producer_epoch", 51, 2, tvb(bpos + 51, 2):int())
+    leaf("base_sequence", 53, 4, tvb(bpos + 53, 4):int())
+    local count = tvb(bpos + 57, 4):int()
+    leaf("record_count", 57, 4, count)
+    local codec = attributes % 8
+    local rtvb, rpos, rstop = tvb, bpos + 61, bpos + total
+    if codec == 1 and total > 61 then
+      local plain = tvb(bpos + 61, total - 61):uncompress("Decompressed records")
+      if not plain then return fail(R, bpos, "record batch: gzip data does not decompress") end
+      rtvb, rpos, rstop = plain, 0, plain:len()
+    elseif codec ~= 0 then
+      item:add(tvb(bpos + 61, total - 61), string.format("Records (%d): compressed with codec %d, not decoded by kwire.lua", count, codec))
+      return true
+    end
+    if count < 0 then return fail(R, bpos + 57, "record batch: negative record count " .. count) end
+    local list = item:add(rtvb(rpos, rstop - rpos), string.format("Records (%d)", count))
+    local p = rpos
+    for i = 0, count - 1 do
+      local start = p
+      local len, q = zigzag_varint(rtvb, p, rstop)
+      if not len or len < 0 or q + len > rstop then return fail(R, bpos, "record batch: record " .. i .. " does not fit") end
+      local rec = list:add(FIELDS["kwire.record"].pf, rtvb(start, q + len - start))
+      rec:set_text(string.format("[%d]", i))
+      rec:add(FIELDS["kwire.record.length"].pf, rtvb(p, q - p), len)
+      local rend = q + len
+      p = q
+      rec:add(FIELDS["kwire.record.attributes"].pf, rtvb(p, 1), rtvb(p, 1):int())
+      p = p + 1
+      local ts, q2 = zigzag_varlong(rtvb, p, rend)
+      if not ts then return fail(R, bpos, "record batch: bad timestamp delta") end
+      rec:add(FIELDS["kwire.record.timestamp_delta"].pf, rtvb(p, q2 - p), ts)
+      p = q2
+      local od, q3 = zigzag_varint(rtvb, p, rend)
+      if not od then return fail(R, bpos, "record batch: bad offset delta") end
+      rec:add(FIELDS["kwire.record.offset_delta"].pf, rtvb(p, q3 - p), od)
+      p = q3
+      for _, what in ipairs({"key", "value"}) do
+        local n, q4 = zigzag_varint(rtvb, p, rend)
+        if not n or n < -1 or q4 + math.max(n, 0) > rend then return fail(R, bpos, "record batch: bad " .. what .. " length") end
+        local pf = FIELDS["kwire.record." .. what].pf
+        if n < 0 then
+          local it = rec:add(pf, rtvb(q4, 0))
+          it:set_text(what == "key" and "Key: null" or "Value: null")
+          null_child(R, it)
+          p = q4
+        else
+          rec:add(pf, rtvb(q4, n))
+          p = q4 + n
+        end
+      end
+      local hc, q5 = zigzag_varint(rtvb, p, rend)
+      if not hc or hc < 0 then return fail(R, bpos, "record batch: bad header count") end
+      local headers = rec:add(rtvb(p, rend - p), string.format("Headers (%d)", hc))
+      p = q5
+      for h = 0, hc - 1 do
+        local hstart = p
+        local hdr = headers:add(FIELDS["kwire.record_header"].pf, rtvb(hstart, 0))
+        hdr:set_text(string.format("[%d]", h))
+        local kn, q6 = zigzag_varint(rtvb, p, rend)
+        if not kn or kn < 0 or q6 + kn > rend then return fail(R, bpos, "record batch: bad header key length") end
+        hdr:add(FIELDS["kwire.record_header.key"].pf, rtvb(p, q6 + kn - p), kn > 0 and utf8_clean(rtvb(q6, kn):raw()) or "")
+        p = q6 + kn
+        local vn, q7 = zigzag_varint(rtvb, p, rend)
+        if not vn or vn < -1 or q7 + math.max(vn, 0) > rend then return fail(R, bpos, "record batch: bad header value length") end
+        if vn < 0 then
+          local it = hdr:add(FIELDS["kwire.record_header.value"].pf, rtvb(q7, 0))
+          it:set_text("Value: null")
+          null_child(R, it)
+          p = q7
+        else
+          hdr:add(FIELDS["kwire.record_header.value"].pf, rtvb(q7, vn))
+          p = q7 + vn
+        end
+        hdr:set_len(p - hstart)
+      end
+      if p ~= rend then return fail(R, bpos, "record batch: record " .. i .. " has bytes after its fields") end
+    end
+    return true
+  end
+
+  local function legacy(mpos, size)
+    local magic = tvb(mpos + 16, 1):int()
+    local item = tree:add(FIELDS["kwire.legacy_message"].pf, tvb(mpos, 12 + size))
+    local function leaf(name, off, len, value)
+      return item:add(FIELDS["kwire.legacy_message." .. name].pf, tvb(mpos + off, len), value)
+    end
+    leaf("offset", 0, 8, tvb(mpos, 8):int64())
+    leaf("message_size", 8, 4, size)
+    leaf("crc", 12, 4, tvb(mpos + 12, 4):uint())
+    leaf("magic", 16, 1, magic)
+    local attributes = tvb(mpos + 17, 1):int()
+    leaf("attributes", 17, 1, attributes)
+    local q = mpos + 18
+    if magic == 1 then
+      leaf("timestamp", 18, 8, tvb(mpos + 18, 8):int64())
+      q = q + 8
+    end
+    for _, what in ipairs({"key", "value"}) do
+      local n = tvb(q, 4):int()
+      local pf = FIELDS["kwire.legacy_message." .. what].pf
+      if n < 0 then
+        local it = item:add(pf, tvb(q, 4))
+        it:set_text(what == "key" and "Key: null" or "Value: null")
+        null_child(R, it)
+        q = q + 4
+      else
+        item:add(pf, tvb(q + 4, n))
+        q = q + 4 + n
+      end
+    end
+    if attributes % 8 ~= 0 then
+      item:add(tvb(mpos, 12 + size), "InnerMessages: compressed, not decoded by kwire.lua")
+    end
+    return true
+  end
+
+  local min_size = {[0] = 14, [1] = 22, [2] = 49}
+  local p = pos
+  while p < stop do
+    local left = stop - p
+    local size = left >= 12 and tvb(p + 8, 4):int() or 0
+    local magic = left > 16 and tvb(p + 16, 1):int() or -1
+    if left >= 12 then
+      if magic > 2 then return fail(R, p, "record batch: bad magic " .. magic) end
+      if size < min_size[magic < 0 and 0 or magic] then return fail(R, p, "record batch: size " .. size .. " is below the minimum") end
+    end
+    if left < 12 or size > left - 12 then
+      -- A fetch response cut this batch at its byte limit: normal.
+      tree:add(FIELDS["kwire.partial_batch"].pf, tvb(p, left))
+      break
+    end
+    local ok
+    if magic == 2 then ok = batch(p, size) else ok = legacy(p, size) end
+    if not ok then return false end
+    p = p + 12 + size
+  end
+  R.in_records = false
+  return true
+end
+
+-- A length: compact (unsigned varint of length + 1) or classic int16/int32.
+local function read_length(R, d, compact, wide)
+  if compact then
+    local at = R.pos
+    local u, err = uvarint(R)
+    if not u then
+      if err == "truncated" then return fail(R, at, d[1] .. ": length varint runs past the end") end
+      return fail(R, at, d[1] .. ": overlong length varint")
+    end
+    return true, u - 1
+  end
+  if wide then
+    if not need(R, 4, d[1]) then return false end
+    local v = R.tvb(R.pos, 4):int()
+    R.pos = R.pos + 4
+    return true, v
+  end
+  if not need(R, 2, d[1]) then return false end
+  local v = R.tvb(R.pos, 2):int()
+  R.pos = R.pos + 2
+  return true, v
+end
+
+local function element_min_size(d)
+  local fixed = {[INT8] = 1, [BOOL] = 1, [INT16] = 2, [UINT16] = 2, [INT32] = 4, [UINT32] = 4, [INT64] = 8,
+                 [FLOAT64] = 8, [UUID] = 16}
+  local t = d[4]
+  if fixed[t] then return fixed[t] end
+  if t == STRING then return has(d[5], COMPACT) and 1 or 2 end
+  if t == BYTES then return has(d[5], COMPACT) and 1 or 4 end
+  if t == STRUCT then return S[d[6] + 1][6] end
+  return 1
+end
+
+local function structure(R, tree, sidx, abbrev, depth, path)
+  local s = S[sidx + 1]
+  for i = 0, s[2] - 1 do
+    if not decode_field(R, tree, s[1] + i, abbrev, depth, path, nil) then return false end
+  end
+  if not s[5] then return true end
+  -- Tagged fields: count, then tag, size, data each.
+  local at = R.pos
+  local count, err = uvarint(R)
+  if not count then
+    return fail(R, at, err == "overlong" and "overlong tagged field count" or "tagged field count runs past the end")
+  end
+  if count > R.stop - R.pos then return fail(R, at, "tagged field count " .. count .. " exceeds the bytes left") end
+  for i = 0, count - 1 do
+    local fstart = R.pos
+    local tag = uvarint(R)
+    if not tag then return fail(R, fstart, "bad tag varint in tagged field " .. i) end
+    local size_at = R.pos
+    local size = uvarint(R)
+    if not size then return fail(R, size_at, "bad size varint in tagged field " .. i) end
+    if size > R.stop - R.pos then
+      return fail(R, fstart, "tagged field " .. tag .. ": size " .. size .. " exceeds the " .. (R.stop - R.pos) .. " bytes left")
+    end
+    local fend = R.pos + size
+    local known = nil
+    for k = 0, s[4] - 1 do
+      if D[s[3] + k + 1][7] == tag then known = s[3] + k end
+    end
+    if not known then
+      local it = tree:add(f_unknown_tag, R.tvb(R.pos, size))
+      it:set_text(string.format("UnknownTaggedField[tag %d]: %d bytes", tag, size))
+      it:add(f_unknown_tag_number, R.tvb(fstart, 0), tag):set_generated()
+      R.pos = fend
+    else
+      local saved = R.stop
+      R.stop = fend
+      local ok = decode_field(R, tree, known, abbrev, depth, path, nil)
+      R.stop = saved
+      if not ok then return false end
+      if R.pos ~= fend then
+        return fail(R, R.pos, "tagged field " .. tag .. " (" .. D[known + 1][1] .. "): " .. (fend - R.pos) ..
+          " bytes left unread of " .. size)
+      end
+    end
+  end
+  return true
+end
+
+local function add_value(R, tree, F, range, value)
+  if F.type == "INT64" and type(value) == "number" then value = Int64(value) end
+  return tree:add(F.pf, range, value)
+end
+
+-- One field (or array element, `element` its index) of a struct.
+decode_field = function(R, tree, desc, parent_abbrev, depth, parent_path, element)
+  local d = D[desc + 1]
+  local t = element and d[4] or d[3]
+  local abbrev = parent_abbrev .. "." .. d[2]
+  local path = element and parent_path or (parent_path == "" and d[1] or parent_path .. "." .. d[1])
+  local F = FIELDS[abbrev]
+  local tvb = R.tvb
+  local start = R.pos
+  if not F then return fail(R, start, d[1] .. ": no field " .. abbrev) end
+
+  local fixed = {[INT8] = 1, [BOOL] = 1, [INT16] = 2, [UINT16] = 2, [INT32] = 4, [UINT32] = 4, [INT64] = 8,
+                 [FLOAT64] = 8, [UUID] = 16}
+  if fixed[t] then
+    local n = fixed[t]
+    if not need(R, n, d[1]) then return false end
+    local range = tvb(start, n)
+    local value
+    if t == INT8 or t == INT16 or t == INT32 then value = range:int()
+    elseif t == UINT16 or t == UINT32 then value = range:uint()
+    elseif t == INT64 then value = range:int64()
+    elseif t == FLOAT64 then value = range:float()
+    elseif t == BOOL then value = range:uint() ~= 0
+    else value = uuid_text(range) end
+    R.pos = start + n
+    local item = add_value(R, tree, F, range, value)
+    if has(d[5], ERROR_CODE) and not element then note_error_code(R, tree, item, range, F, value) end
+    note_summary(R, depth, d, value, path, element)
+    return true
+  end
+
+  if t == STRING or t == BYTES or t == RECORDS then
+    local ok, len = read_length(R, d, has(d[5], COMPACT), t ~= STRING)
+    if not ok then return false end
+    if len < 0 then
+      local range = tvb(start, R.pos - start)
+      local item
+      if F.type == "STRING" then item = tree:add(F.pf, range, "")
+      elseif F.type == "BYTES" then item = tree:add(F.pf, tvb(R.pos, 0))
+      else item = tree:add(F.pf, range) end
+      item:set_text(F.name .. ": null")
+      null_child(R, item)
+      if len < -1 then return fail(R, start, d[1] .. ": negative length " .. len) end
+      if not has(d[5], NULLABLE) then
+        return fail(R, start, d[1] .. ": null in a non-nullable " .. (t == STRING and "string" or t == BYTES and "bytes" or "records"))
+      end
+      return true
+    end
+    if len > R.stop - R.pos then
+      return fail(R, start, d[1] .. ": length " .. len .. " exceeds the " .. (R.stop - R.pos) .. " bytes left")
+    end
+    local data = R.pos
+    R.pos = data + len
+    local whole = tvb(start, R.pos - start)
+    if has(d[5], SENSITIVE) then
+      local item
+      if F.type == "STRING" then item = tree:add(F.pf, whole, "") else item = tree:add(F.pf, tvb(data, 0)) end
+      item:set_text(string.format("%s: <redacted %d bytes>", F.name, len))
+      item:add(f_redacted, tvb(0, 0)):set_generated()
+      return true
+    end
+    if t == STRING then
+      local s = len > 0 and utf8_clean(tvb(data, len):raw()) or ""
+      tree:add(F.pf, whole, s)
+      note_summary(R, depth, d, s, path, element)
+    elseif t == BYTES then
+      tree:add(F.pf, tvb(data, len))
+    else
+      local item = tree:add(F.pf, whole)
+      item:append_text(string.format(": %d bytes", len))
+      if len > 0 then
+        local saved = R.stop
+        local ok2 = records(R, item, data, data + len)
+        R.in_records = false
+        R.stop = saved
+        if not ok2 then return false end
+      end
+    end
+    return true
+  end
+
+  if t == STRUCT then
+    if has(d[5], NULLABLE) and not element then
+      if not need(R, 1, d[1]) then return false end
+      local marker = tvb(start, 1):int()
+      R.pos = start + 1
+      if marker < 0 then
+        local item = tree:add(F.pf, tvb(start, 1))
+        item:set_text(F.name .. ": null")
+        null_child(R, item)
+        return true
+      end
+    end
+    local item = tree:add(F.pf, tvb(start, 0))
+    if element then item:set_text(string.format("[%d]", element)) end
+    local ok = structure(R, item, d[6], abbrev, depth + 1, path)
+    item:set_len(R.pos - start)
+    return ok
+  end
+
+  if t == ARRAY then
+    local ok, count = read_length(R, d, has(d[5], COMPACT), true)
+    if not ok then return false end
+    if count < 0 then
+      tree:add(tvb(start, R.pos - start), d[1] .. ": null")
+      if count < -1 then return fail(R, start, d[1] .. ": negative array length " .. count) end
+      if not has(d[5], NULLABLE) then return fail(R, start, d[1] .. ": null in a non-nullable array") end
+      return true
+    end
+    local min = element_min_size(d)
+    local left = R.stop - R.pos
+    if count * min > left + (min == 0 and 65536 or 0) then
+      return fail(R, start, d[1] .. ": array length " .. count .. " cannot fit in the " .. left .. " bytes left")
+    end
+    local list = tree:add(tvb(start, 0), string.format("%s (%d)", d[1], count))
+    for k = 0, count - 1 do
+      if not decode_field(R, list, desc, parent_abbrev, depth, path, k) then
+        list:set_len(R.pos - start)
+        return false
+      end
+    end
+    list:set_len(R.pos - start)
+    return true
+  end
+  return fail(R, start, d[1] .. ": type " .. t .. " cannot appear in a message")
+end
+
+-- ---- Summary line (as kwire decode prints it) ------------------------------------
+
+local SUMMARY = {{"GroupId", "group"}, {"MemberId", "member"}, {"MemberEpoch", "epoch"},
+                 {"GenerationId", "generation"}, {"TopologyEpoch", "topologyEpoch"}, {"TransactionalId", "txn"},
+                 {"ErrorCode", "error"}}
+
+local function summary(R, info)
+  if info.not_kafka then return "Not Kafka: " .. info.note end
+  local o = {}
+  if R.api_name then o[#o + 1] = R.api_name elseif R.api_key then o[#o + 1] = "ApiKey " .. R.api_key end
+  if R.api_key then o[#o + 1] = " v" .. R.api_version .. " " end
+  o[#o + 1] = info.request and "Request" or "Response"
+  o[#o + 1] = " corr=" .. R.corr
+  if info.unmatched then o[#o + 1] = " (unmatched: request not captured)" end
+  if R.body_decoded then
+    if R.top.GroupId == nil and #R.groups > 0 then
+      o[#o + 1] = " group=" .. R.groups[1]
+      if #R.groups > 1 then o[#o + 1] = "(+" .. (#R.groups - 1) .. ")" end
+    end
+    for _, sf in ipairs(SUMMARY) do
+      local v = R.top[sf[1]]
+      if v ~= nil then
+        if sf[1] == "ErrorCode" and ERROR_NAMES[v] then v = ERROR_NAMES[v] end
+        o[#o + 1] = " " .. sf[2] .. "=" .. tostring(v)
+      end
+    end
+    if R.nested_error then
+      o[#o + 1] = " " .. R.nested_error.path .. "=" .. (ERROR_NAMES[R.nested_error.value] or "")
+    end
+  end
+  if R.failed then o[#o + 1] = string.format(" [malformed at offset %d: %s]", R.err_offset, R.err_reason) end
+  return table.concat(o)
+end
+
+-- ---- Connections ---------------------------------------------------------------
+
+local f_tcp_stream = Field.new("tcp.stream")
+local connections = {}     -- tcp.stream -> {server, pending, dead, sasl_raw}
+local pdu_infos = {}       -- frame number -> list of what the first pass learnt, per PDU
+local known_brokers = {}   -- "address:port" of endpoints that answered Kafka requests
+local pdu_index = 0
+
+function kwire.init()
+  connections = {}
+  pdu_infos = {}
+  known_brokers = {}
+end
+
+local function endpoint(addr, port) return tostring(addr) .. ":" .. tostring(port) end
+
+local function stream_of() return f_tcp_stream().value end
+
+local function new_connection(pinfo, dst_is_server)
+  local c = {server = dst_is_server and endpoint(pinfo.dst, pinfo.dst_port) or endpoint(pinfo.src, pinfo.src_port),
+             pending = {}, dead = {false, false}}
+  connections[stream_of()] = c
+  return c
+end
+
+local function plausible_request(tvb)
+  if tvb:captured_len() < 14 then return false end
+  local size = tvb(0, 4):int()
+  if size < 10 or size > MAX_MESSAGE then return false end
+  local api, version = tvb(4, 2):int(), tvb(6, 2):int()
+  if not M[api * 131072 + version * 2] then return false end
+  local client_len = tvb(12, 2):int()
+  return client_len >= -1 and client_len <= size - 10
+end
+
+local function classify(c, pinfo, tvb, info)
+  local side = info.request and 1 or 2
+  local len = tvb:len()
+  local size = len >= 4 and tvb(0, 4):int() or 0
+  if c.dead[side] then
+    info.not_kafka = true
+    info.note = c.dead_note or "the rest of this direction is not decoded"
+    return
+  end
+  if size < 0 or size > MAX_MESSAGE then
+    c.dead[side] = true
+    return
+  end
+  if c.sasl_raw then
+    info.not_kafka = true
+    info.note = "SASL token after SaslHandshake v0"
+    return
+  end
+  if info.request then
+    if len >= 12 then
+      if #c.pending >= 4096 then table.remove(c.pending, 1) end
+      c.pending[#c.pending + 1] = {corr = tvb(8, 4):int(), api = tvb(4, 2):int(), version = tvb(6, 2):int(),
+                                   info = info, frame = pinfo.number, ts = pinfo.abs_ts}
+    end
+    return
+  end
+  local corr = len >= 8 and tvb(4, 4):int() or 0
+  for i, p in ipairs(c.pending) do
+    if p.corr == corr then
+      info.api, info.version, info.peer_frame, info.request_ts = p.api, p.version, p.frame, p.ts
+      p.info.peer_frame = pinfo.number
+      for _ = 1, i do table.remove(c.pending, 1) end
+      return
+    end
+  end
+  info.unmatched = true
+end
+
+local function dissect_pdu(tvb, pinfo, tree)
+  local c = connections[stream_of()]
+  if not c then return 0 end
+  pdu_index = pdu_index + 1
+  local first_pass = not pinfo.visited
+  local infos = pdu_infos[pinfo.number]
+  if not infos then
+    infos = {}
+    pdu_infos[pinfo.number] = infos
+  end
+  local info = infos[pdu_index]
+  if not info then
+    if not first_pass then return tvb:len() end
+    info = {request = endpoint(pinfo.dst, pinfo.dst_port) == c.server}
+    infos[pdu_index] = info
+    classify(c, pinfo, tvb, info)
+  end
+
+  local len = tvb:captured_len()
+  local size = len >= 4 and tvb(0, 4):int() or 0
+  local R = {tvb = tvb, pos = 4, stop = len, failed = false, error_fields = 0, errors = 0, top = {}, groups = {},
+             corr = 0}
+  pinfo.cols.protocol = "kwire"
+  local top = tree:add(kwire, tvb())
+  top:add(f_length, tvb(0, math.min(4, len)), size)
+  top:add(f_direction, tvb(0, 0), info.request and 0 or 1):set_generated()
+
+  local program
+  if info.not_kafka then
+    top:add(f_not_kafka, tvb(), info.note):add_proto_expert_info(ei_not_kafka, "Not Kafka: " .. info.note)
+  elseif size < 0 or size > MAX_MESSAGE then
+    if info.request and len >= 12 then
+      R.api_key, R.api_version, R.corr = tvb(4, 2):int(), tvb(6, 2):int(), tvb(8, 4):int()
+      local m = M[R.api_key * 131072 + R.api_version * 2]
+      if m then R.api_name = m[2] end
+    elseif len >= 8 then
+      R.corr = tvb(4, 4):int()
+    end
+    fail(R, 0, "size prefix " .. size .. " is not a plausible Kafka message size; the rest of this direction is not decoded")
+  elseif size ~= len - 4 then
+    fail(R, 0, "size prefix " .. size .. " does not match the " .. (len - 4) .. " bytes that follow")
+  elseif info.request then
+    if len < 12 then
+      fail(R, 4, "request header needs 8 bytes, " .. (len - 4) .. " present")
+    else
+      R.api_key, R.api_version, R.corr = tvb(4, 2):int(), tvb(6, 2):int(), tvb(8, 4):int()
+      program = M[R.api_key * 131072 + R.api_version * 2]
+    end
+  elseif not info.unmatched then
+    R.api_key, R.api_version = info.api, info.version
+    if len < 8 then
+      fail(R, 4, "response header needs 4 bytes, " .. (len - 4) .. " present")
+    else
+      R.corr = tvb(4, 4):int()
+      program = M[R.api_key * 131072 + R.api_version * 2 + 1]
+    end
+  else
+    R.corr = len >= 8 and tvb(4, 4):int() or 0
+  end
+  if program then R.api_name = program[2] end
+
+  if not info.not_kafka then
+    if R.api_key then
+      top:add(f_api_key, tvb(4, 2), R.api_key):set_generated()
+      top:add(f_api_version, tvb(6, 2), R.api_version):set_generated()
+      if R.api_name then top:add(f_api_name, tvb(4, 2), R.api_name):set_generated() end
+    end
+    local corr_item = top:add(f_correlation_id, tvb(info.request and 8 or 4, len >= 8 and 4 or 0), R.corr)
+    corr_item:set_generated()
+    if info.request and info.peer_frame then top:add(f_response_in, tvb(0, 0), info.peer_frame):set_generated() end
+    if not info.request and info.peer_frame then
+      top:add(f_request_in, tvb(0, 0), info.peer_frame):set_generated()
+      local delta = pinfo.abs_ts - info.request_ts
+      local secs = math.floor(delta)
+      top:add(f_time, tvb(0, 0), NSTime.new(secs, math.floor((delta - secs) * 1e9 + 0.5))):set_generated()
+    end
+    if info.unmatched then corr_item:add_proto_expert_info(ei_unmatched) end
+
+    if not R.failed and R.api_key and (info.request or not info.unmatched) then
+      -- Header, then the body when the api and version are known.
+      local hv
+      if program then hv = program[4]
+      elseif info.request then hv = 1
+      else hv = 0 end
+      local hdesc = info.request and REQUEST_HEADER[hv] or RESPONSE_HEADER[hv]
+      local hd = D[hdesc + 1]
+      local hitem = top:add(FIELDS["kwire." .. hd[2]].pf, tvb(4, 0))
+      local hstart = R.pos
+      local ok = structure(R, hitem, hd[6], "kwire." .. hd[2], 0, "")
+      hitem:set_len(R.pos - hstart)
+      if ok then
+        if not program then
+          if info.request then
+            local lo, hi = nil, nil
+            for k, _ in pairs(M) do
+              if math.floor(k / 131072) == R.api_key and k % 2 == 0 then
+                local v = (k % 131072) / 2
+                if not lo or v < lo then lo = v end
+                if not hi or v > hi then hi = v end
+              end
+            end
+            if lo then
+              fail(R, 6, string.format("unknown version %d of %s (known: %d-%d)", R.api_version,
+                API_NAMES[R.api_key] or "?", lo, hi))
+            else
+              fail(R, 4, "unknown api key " .. R.api_key)
+            end
+          else
+            fail(R, R.pos, "no spec for " .. R.api_key .. " v" .. R.api_version .. " response")
+          end
+        else
+          local root = D[program[1] + 1]
+          local babbrev = "kwire." .. root[2]
+          local bitem = top:add(FIELDS[babbrev].pf, tvb(R.pos, 0))
+          local bstart = R.pos
+          R.body_decoded = true
+          structure(R, bitem, root[6], babbrev, 1, "")
+          bitem:set_len(R.pos - bstart)
+          if not R.failed and R.pos < R.stop then
+            fail(R, R.pos, (R.stop - R.pos) .. " bytes left after the end of " .. program[3] .. " v" .. R.api_version)
+          end
+          if first_pass and R.api_key == 17 and R.api_version == 0 and not R.failed and R.top.ErrorCode == 0 then
+            c.sasl_raw = true
+          end
+          if R.error_fields > 0 and R.errors == 0 then
+            local e = top:add(f_error_code, tvb(0, 0), 0)
+            e:set_generated()
+            e:set_hidden()
+          end
+        end
+      end
+    end
+    if first_pass and not info.request and not info.unmatched then
+      known_brokers[endpoint(pinfo.src, pinfo.src_port)] = true
+    end
+  end
+
+  local text = summary(R, info)
+  top:append_text(", " .. text)
+  if pdu_index == 1 then pinfo.cols.info = text else pinfo.cols.info:append(" | " .. text) end
+  if R.failed then
+    top:add_proto_expert_info(ei_malformed, string.format("Malformed Kafka message at offset %d: %s",
+      math.min(R.err_offset, len), R.err_reason))
+  end
+  return tvb:len()
+end
+
+local function pdu_length(tvb, pinfo, offset)
+  local size = tvb(offset, 4):int()
+  if size < 0 or size > MAX_MESSAGE then return tvb:len() - offset end
+  return size + 4
+end
+
+function kwire.dissector(tvb, pinfo, tree)
+  local c = connections[stream_of()]
+  if not c then
+    c = new_connection(pinfo, pinfo.dst_port == 9092 or known_brokers[endpoint(pinfo.dst, pinfo.dst_port)] ~= nil)
+  end
+  pdu_index = 0
+  dissect_tcp_pdus(tvb, tree, 4, pdu_length, dissect_pdu, true)
+  return tvb:len()
+end
+
+-- Any port: a connection is Kafka when its first bytes are a request kwire
+-- knows, or when it talks to a broker endpoint already seen answering.
+local function heuristic(tvb, pinfo, tree)
+  if not connections[stream_of()] then
+    if not kwire.prefs.heuristic then return false end
+    local dst_broker = known_brokers[endpoint(pinfo.dst, pinfo.dst_port)] ~= nil
+    local src_broker = not dst_broker and known_brokers[endpoint(pinfo.src, pinfo.src_port)] ~= nil
+    if not dst_broker and not src_broker then
+      if not plausible_request(tvb) then return false end
+      dst_broker = true
+    end
+    new_connection(pinfo, dst_broker)
+  end
+  pinfo.conversation = kwire
+  kwire.dissector(tvb, pinfo, tree)
+  return true
+end
+
+DissectorTable.get("tcp.port"):add(9092, kwire)
+kwire:register_heuristic("tcp", heuristic)

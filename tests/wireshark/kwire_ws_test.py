@@ -1,0 +1,546 @@
+#!/usr/bin/env python3
+"""kwire inside Wireshark, checked against a real tshark.
+
+  kwire_ws_test.py TEST --source DIR --kwire BIN --plugin SO [--lua LUA]
+
+TEST is one of: fields, captures, filters, malformed, coexist, lua.
+"""
+import argparse
+import glob
+import json
+import os
+import sys
+from decimal import Decimal
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from compare import Comparison  # noqa: E402
+from spec_paths import EXPERT_FIELDS, GENERIC_FIELDS, spec_paths  # noqa: E402
+from tshark_env import Failure, Tshark, kwire_json, main, need  # noqa: E402
+import ws_tree  # noqa: E402
+
+args = None
+
+
+def decode_json(capture, extra=()):
+    import subprocess
+    p = subprocess.run([args.kwire, "decode", "-r", capture, "-T", "json"] + list(extra), capture_output=True,
+                       text=True)
+    need(p.returncode == 0, f"kwire decode -r {capture} exited {p.returncode}: {p.stderr}")
+    return [json.loads(line, parse_float=Decimal) for line in p.stdout.splitlines() if line.strip()]
+
+
+def self_check(kw, pdus):
+    """The comparison must notice a changed value, a changed string and a
+    missing field: guards against a comparison that compares nothing."""
+    for i, k in enumerate(kw):
+        body = k.get("body")
+        if not isinstance(body, dict):
+            continue
+        for key, v in body.items():
+            mutations = []
+            if isinstance(v, int) and not isinstance(v, bool):
+                mutations.append(v + 1)
+            elif isinstance(v, str):
+                mutations.append(v + "x")
+            for m in mutations + ["<dropped>"]:
+                changed = json.loads(json.dumps(k, default=str), parse_float=Decimal)
+                if m == "<dropped>":
+                    del changed["body"][key]
+                else:
+                    changed["body"][key] = m
+                c = Comparison()
+                c.message("self-check", changed, pdus[i])
+                need(c.mismatches, f"the comparison did not notice body.{key} changed to {m!r}")
+            return
+
+
+def compare_capture(ts, capture, cmp, label):
+    kw = decode_json(capture)
+    pdus = ws_tree.pdus(ts.json(capture))
+    name = os.path.basename(capture)
+    need(len(kw) > 0, f"{name}: kwire decode found no Kafka messages")
+    if len(kw) != len(pdus):
+        raise Failure(f"{name}: kwire decode has {len(kw)} messages, tshark with the {label} {len(pdus)}")
+    before = len(cmp.mismatches)
+    for i, (k, t) in enumerate(zip(kw, pdus)):
+        cmp.message(f"{name} message {i + 1} (frame {t['frame']})", k, t)
+    self_check(kw, pdus)
+    print(f"{name}: {len(kw)} messages, {len(cmp.mismatches) - before} mismatches")
+    return len(kw)
+
+
+def captures_test(label="plugin", **kw):
+    def test():
+        ts = Tshark(**kw)
+        try:
+            caps = sorted(glob.glob(os.path.join(args.source, "captures", "*.pcapng")))
+            need(caps, "no captures in captures/")
+            cmp = Comparison()
+            n = sum(compare_capture(ts, c, cmp, label) for c in caps)
+            print(f"wireshark {label}: captures={len(caps)} messages={n} fields={cmp.fields} "
+                  f"mismatches={len(cmp.mismatches)}")
+            if cmp.mismatches:
+                raise Failure("\n".join(cmp.mismatches[:40]))
+        finally:
+            ts.cleanup()
+    return test
+
+
+def fields_test(**kw):
+    """tshark -G plugins lists the plugin; tshark -G fields lists one kwire
+    field per spec field path, and nothing else but the generic fields."""
+    def test():
+        ts = Tshark(**kw)
+        try:
+            if kw.get("plugin"):
+                plugins = ts.run(["-G", "plugins"]).stdout.decode()
+                need(any(line.split("\t")[0].strip() == "kwire.so" and "dissector" in line
+                         for line in plugins.splitlines()), f"tshark -G plugins does not list kwire.so:\n{plugins}")
+            out = ts.run(["-G", "fields"]).stdout.decode()
+            registered = [line.split("\t")[2] for line in out.splitlines()
+                          if line.startswith("F\t") and line.split("\t")[4] == "kwire"]
+            need(registered, "tshark -G fields lists no kwire field: the dissector did not load")
+            dup = sorted({a for a in registered if registered.count(a) > 1})
+            need(not dup, f"fields registered more than once: {dup[:20]}")
+            expected = spec_paths(args.source)
+            got = set(registered) - GENERIC_FIELDS - EXPERT_FIELDS
+            missing, extra = sorted(expected - got), sorted(got - expected)
+            need(not missing, f"{len(missing)} spec field paths have no field: {missing[:30]}")
+            need(not extra, f"{len(extra)} fields are no spec field path: {extra[:30]}")
+            need(GENERIC_FIELDS <= set(registered), f"generic fields missing: {sorted(GENERIC_FIELDS - set(registered))}")
+            for probe in ("kwire.streams_group_heartbeat_response.member_epoch",
+                          "kwire.streams_group_describe_response.groups.topology_description_status",
+                          "kwire.streams_group_topology_description_update_request.topology_description.subtopologies.nodes.node_type"):
+                need(probe in registered, f"{probe} is not registered")
+            print(f"wireshark fields: {len(registered)} kwire fields, {len(expected)} spec field paths, all present once")
+        finally:
+            ts.cleanup()
+    return test
+
+
+def usec(t):
+    """A timestamp to whole microseconds: kwire prints microseconds."""
+    return int(Decimal(str(t)) * 1000000)
+
+
+def error_codes(v):
+    """Every error code anywhere in a decoded body: the int16 fields whose spec
+    name ends in ErrorCode (Kafka's naming: ErrorCode, TopLevelErrorCode, ...)."""
+    out = []
+    if isinstance(v, dict):
+        for k, x in v.items():
+            if k.lower().endswith("errorcode") and isinstance(x, int) and not isinstance(x, bool):
+                out.append(x)
+            else:
+                out += error_codes(x)
+    elif isinstance(v, list):
+        for x in v:
+            out += error_codes(x)
+    return out
+
+
+def filtered_packets(ts, capture, dfilter):
+    out = ts.run(["-r", ts.file(capture), "-Y", dfilter, "-T", "fields", "-e", "frame.time_epoch"]).stdout.decode()
+    return {usec(line) for line in out.split()}
+
+
+def filters_test(**kw):
+    """Display filters select exactly the packets that kwire decode's messages
+    say they should (a filter matches a packet, which may carry several
+    messages)."""
+    def test():
+        ts = Tshark(**kw)
+        try:
+            checked = 0
+            for cap in sorted(glob.glob(os.path.join(args.source, "captures", "*.pcapng"))):
+                name = os.path.basename(cap)
+                msgs = decode_json(cap)
+                packets = {}
+                for m in msgs:
+                    packets.setdefault(usec(m["time"]), []).append(m)
+                # kwire.api_key == 88 && kwire.streams_group_heartbeat_response.member_epoch > 0
+                want = {t for t, ms in packets.items()
+                        if any(m["apiKey"] == 88 for m in ms)
+                        and any(m["apiKey"] == 88 and m["direction"] == "response" and isinstance(m.get("body"), dict)
+                                and m["body"].get("memberEpoch", 0) > 0 for m in ms)}
+                got = filtered_packets(ts, cap, "kwire.api_key == 88 && "
+                                                "kwire.streams_group_heartbeat_response.member_epoch > 0")
+                need(got == want, f"{name}: member_epoch filter: tshark selects {len(got)} packets, kwire decode "
+                                  f"{len(want)}; only tshark: {sorted(got - want)[:5]}, only kwire: {sorted(want - got)[:5]}")
+                if name == "demo.pcapng":
+                    need(want, "demo.pcapng: no heartbeat response hands out an epoch > 0")
+                # kwire.error_code != 0: every error code of a packet is non-zero.
+                def codes(m):
+                    c = error_codes(m.get("body"))
+                    nz = [x for x in c if x != 0]
+                    return nz if nz else ([0] if c else [])
+                want_err = {t for t, ms in packets.items()
+                            if any(codes(m) for m in ms) and all(x != 0 for m in ms for x in codes(m))}
+                failed = {t for t, ms in packets.items() if any(x != 0 for m in ms for x in error_codes(m.get("body")))}
+                got_err = filtered_packets(ts, cap, "kwire.error_code != 0")
+                need(got_err == want_err, f"{name}: kwire.error_code != 0 selects {len(got_err)} packets, expected "
+                                          f"{len(want_err)}")
+                if name in ("admin.pcapng", "plugin-failures.pcapng", "topology-upgrade.pcapng"):
+                    need(failed, f"{name}: a failure scenario without a single error")
+                    need(got_err == failed, f"{name}: kwire.error_code != 0 selects {len(got_err)} packets, the "
+                                            f"packets with a failed message are {len(failed)}")
+                print(f"{name}: member_epoch filter {len(got)} packets, kwire.error_code != 0 {len(got_err)} "
+                      f"packets, as kwire decode")
+                checked += 1
+            print(f"wireshark filters: {checked} captures, all selections equal")
+        finally:
+            ts.cleanup()
+    return test
+
+
+def malformed_capture(path):
+    """One connection with a malformed request of each kind between good
+    ones, a second one that loses sync on a bad size prefix."""
+    from kafka_pcap import Pcap, api_versions_v0_response, i16, i32, request, response
+    pcap = Pcap()
+    keys = [(18, 0, 3), (3, 0, 12)]
+    pcap.connection(50001, 40001, [
+        (True, request(18, 0, 1, b"")),                                   # ApiVersions v0
+        (False, api_versions_v0_response(1, keys)),
+        (True, request(3, 1, 2, i32(1000))),                              # Metadata v1: 1000 topics, none there
+        (False, response(2, b"\x00\x00")),                                  # its response, cut short
+        (True, request(10, 0, 3, i16(-5))),                               # FindCoordinator v0: key length -5
+        (True, request(18, 3, 4, b"\x80\x80\x80\x80\x80\x01", flexible=True)),  # overlong varint
+        (True, request(999, 0, 5, b"")),                                  # unknown api key
+        (True, request(18, 0, 6, b"\x01\x02\x03")),                        # trailing bytes
+        (True, request(18, 0, 7, b"")),                                   # good again
+        (False, api_versions_v0_response(7, keys)),
+    ])
+    pcap.connection(50002, 40001, [
+        (True, request(18, 0, 1, b"")),
+        (False, api_versions_v0_response(1, keys)),
+        (True, b"\xff\xff\xff\xfe" + b"not kafka at all"),                 # size prefix -2
+    ])
+    pcap.write(path)
+
+
+def truncated_capture(path):
+    """A packet cut by the snap length, then a message the capture ends in."""
+    from kafka_pcap import Pcap, api_versions_v0_response, request
+    pcap = Pcap()
+    keys = [(18, 0, 3)]
+    big = request(18, 3, 2, b"\x0bkwire-test\x061.0.0\x00", flexible=True)
+    pcap.connection(50003, 40002, [
+        (True, request(18, 0, 1, b"")),
+        (False, api_versions_v0_response(1, keys)),
+        (True, big, 12),                                                  # only 12 bytes captured
+        (True, request(18, 0, 3, b"")),
+        (True, request(18, 0, 4, b"")[:9]),                               # the capture ends inside it
+    ])
+    pcap.write(path)
+
+
+def random_capture(path, seed=9, messages=400):
+    """Requests of random api keys and versions with random bodies, and
+    responses of random bytes to them, on a few connections: what decodes,
+    what does not, and no crash either way."""
+    import random
+    from kafka_pcap import Pcap, request, response
+    rnd = random.Random(seed)
+    # Bytes below 0xc0 only: no UTF-8 lead bytes, so every string is plain
+    # ASCII or invalid byte by byte. kwire decode's JSON lets some invalid
+    # multi-byte sequences (overlong, past U+10FFFF) through unreplaced, which
+    # the plugin replaces; that difference is kwire decode's, not compared here.
+    def body(n):
+        return bytes(rnd.randrange(0xc0) for _ in range(n))
+    pcap = Pcap()
+    for conn in range(4):
+        ex = [(True, request(18, 0, 0, b""))]   # recognisable first request
+        for i in range(1, messages // 4):
+            req = body(rnd.choice((0, 1, 4, 16, 64, 200)))
+            api, version = rnd.randrange(0, 94), rnd.randrange(0, 14)
+            ex.append((True, request(api, version, i, req, flexible=rnd.random() < 0.5)))
+            ex.append((False, response(i, body(rnd.choice((0, 2, 8, 40))))))
+        pcap.connection(51000 + conn, 41000 + conn, ex)
+    pcap.write(path)
+
+
+def malformed_test(**kw):
+    """Malformed and truncated messages: expert info, no crash, the next
+    message still decodes, and the same fields and errors as kwire decode."""
+    def test():
+        ts = Tshark(**kw)
+        try:
+            path = os.path.join(ts.dir, "malformed.pcap")
+            malformed_capture(path)
+            decoded = decode_json(path)
+            # kwire decode reports the bad size prefix's bytes as skipped (it
+            # hunts for the next message start and finds none); the plugin
+            # shows them as one malformed PDU. Everything else is messages.
+            kwm = [m for m in decoded if "skipped" not in m]
+            skips = [m["skipped"] for m in decoded if "skipped" in m]
+            need(len(skips) == 1 and skips[0]["reason"].startswith("size prefix -2 is not a plausible"),
+                 f"malformed.pcap: kwire decode should report the bytes after the bad size prefix as skipped: {skips}")
+            all_pdus = ws_tree.pdus(ts.json(path))
+            bad_prefix = [t for t in all_pdus
+                          if any("size prefix -2 is not a plausible" in m for _, m in t["expert"])]
+            need(len(bad_prefix) == 1, f"tshark should mark the bad size prefix once: {[t['expert'] for t in all_pdus]}")
+            pdus = [t for t in all_pdus if t is not bad_prefix[0]]
+            need(len(kwm) == len(pdus), f"malformed.pcap: kwire decode has {len(kwm)} messages, tshark {len(pdus)}")
+            cmp = Comparison()
+            for i, (k, t) in enumerate(zip(kwm, pdus)):
+                cmp.message(f"malformed.pcap message {i + 1} (frame {t['frame']})", k, t)
+            need(not cmp.mismatches, "\n".join(cmp.mismatches[:20]))
+            malformed = [t for t in all_pdus if any(k == "kwire.malformed" for k, _ in t["expert"])]
+            need(len(malformed) == 7, f"expected 7 malformed messages (6 on the first connection, the bad size "
+                                      f"prefix on the second), tshark marks {len(malformed)}")
+            last = [t for t in pdus if t["generic"].get("kwire.correlation_id") == "7"]
+            need(len(last) == 2 and all(not t["expert"] for t in last),
+                 f"the good request and response after the malformed ones do not decode cleanly: {last}")
+            need(last[1]["body"]["apikeys"][0]["apikey"] == "18", f"ApiVersions response 7: {last[1]['body']}")
+            for t in malformed:
+                print(f"  frame {t['frame']}: {[m for k, m in t['expert'] if k == 'kwire.malformed'][0]}")
+
+            # Random requests and responses: the same messages, fields and
+            # errors as kwire decode, and tshark (and its -V) survives them.
+            path = os.path.join(ts.dir, "random.pcap")
+            random_capture(path)
+            kwr = decode_json(path)
+            pdus = ws_tree.pdus(ts.json(path))
+            need(len(kwr) == len(pdus), f"random.pcap: kwire decode has {len(kwr)} messages, tshark {len(pdus)}")
+            cmp = Comparison()
+            for i, (k, t) in enumerate(zip(kwr, pdus)):
+                cmp.message(f"random.pcap message {i + 1} (frame {t['frame']})", k, t)
+            need(not cmp.mismatches, "\n".join(cmp.mismatches[:20]))
+            bad = sum(1 for k in kwr if "error" in k)
+            need(0 < bad < len(kwr), f"random.pcap: expected both clean and malformed messages, {bad} of {len(kwr)}")
+            ts.run(["-r", ts.file(path), "-V"])
+            print(f"random.pcap: {len(kwr)} messages ({bad} malformed), as kwire decode")
+
+            path = os.path.join(ts.dir, "truncated.pcap")
+            truncated_capture(path)
+            p = ts.run(["-r", ts.file(path), "-V"], check=False)
+            need(p.returncode == 0, f"tshark failed on truncated.pcap: {p.stderr.decode(errors='replace')}")
+            pdus = ws_tree.pdus(ts.json(path))
+            corrs = [(t["generic"].get("kwire.correlation_id"), bool(t["expert"])) for t in pdus]
+            need(("1", False) in corrs, f"truncated.pcap: the first request does not decode: {corrs}")
+            cut = [t for t in pdus if any(k == "kwire.malformed" for k, _ in t["expert"])]
+            need(len(cut) == 1 and "size prefix 39" in cut[0]["expert"][0][1],
+                 f"truncated.pcap: the request cut by the snap length (39 bytes, 8 captured) is not the one "
+                 f"malformed message: {[t['expert'] for t in pdus]}")
+            need(corrs.index(("3", False)) > pdus.index(cut[0]),
+                 f"truncated.pcap: the request after the cut one does not decode: {corrs}")
+            print(f"wireshark malformed: {len(malformed)} malformed messages marked, the next ones decode; "
+                  f"truncated capture: {corrs}")
+        finally:
+            ts.cleanup()
+    return test
+
+
+def port_9092_capture(path):
+    """Metadata and ApiVersions on Kafka's default port, which the built-in
+    kafka dissector registers too."""
+    from kafka_pcap import Pcap, api_versions_v0_response, i16, i32, request, response
+    pcap = Pcap()
+    metadata_v1_response = (i32(1) + i32(1) + i16(9) + b"broker-1" + i32(9092) + i16(-1)  # Brokers: 1, "broker-1":9092, rack null
+                            + i32(1)                                                        # ControllerId
+                            + i32(0))                                                       # Topics: none
+    pcap.connection(50010, 9092, [
+        (True, request(18, 0, 1, b"")),
+        (False, api_versions_v0_response(1, [(3, 0, 12), (18, 0, 3)])),
+        (True, request(3, 1, 2, i32(0))),            # Metadata v1, no topics
+        (False, response(2, metadata_v1_response)),
+    ])
+    pcap.write(path)
+
+
+def count(ts, capture, dfilter, extra=()):
+    out = ts.run(["-r", ts.file(capture), "-Y", dfilter] + list(extra)).stdout.decode()
+    return len(out.splitlines())
+
+
+def coexist_test(**kw):
+    """kwire and the built-in kafka dissector: kwire takes Kafka's port 9092
+    when it is loaded (plugins register after the built-in dissectors); the
+    built-in one stays available through Decode As (-d tcp.port==9092,kafka);
+    on other ports only kwire looks (the built-in one needs -d)."""
+    def test():
+        ts = Tshark(**kw)
+        plain = Tshark()
+        try:
+            path = os.path.join(ts.dir, "port9092.pcap")
+            port_9092_capture(path)
+            need(count(plain, path, "kafka") == 4, "without kwire, tshark's kafka dissector must decode port 9092")
+            need(count(ts, path, "kwire") == 4, "with kwire loaded, kwire must decode port 9092")
+            need(count(ts, path, "kafka") == 0, "with kwire loaded, the built-in kafka dissector still decodes 9092")
+            # kwire's port registration replaced kafka's: disabling kwire leaves
+            # the port to plain TCP until Decode As names kafka.
+            need(count(ts, path, "kwire || kafka", ["--disable-protocol", "kwire"]) == 0,
+                 "--disable-protocol kwire: no Kafka dissector expected on 9092 without Decode As")
+            need(count(ts, path, "kafka", ["--disable-protocol", "kwire", "-d", "tcp.port==9092,kafka"]) == 4,
+                 "--disable-protocol kwire -d tcp.port==9092,kafka must give 9092 to the built-in kafka dissector")
+            need(count(ts, path, "kafka", ["-d", "tcp.port==9092,kafka"]) == 4,
+                 "Decode As kafka must override kwire on 9092")
+            # Both read the same fields: api key and correlation id of every message.
+            a = ts.run(["-r", ts.file(path), "-T", "fields", "-e", "kwire.api_key", "-e", "kwire.correlation_id",
+                        "-Y", "kwire && tcp.dstport == 9092"]).stdout.decode().split()
+            b = ts.run(["-r", ts.file(path), "-T", "fields", "-e", "kafka.request_key", "-e", "kafka.correlation_id",
+                        "-Y", "kafka && tcp.dstport == 9092", "-d", "tcp.port==9092,kafka"]).stdout.decode().split()
+            need(a == b and a == ["18", "1", "3", "2"],
+                 f"kwire and kafka disagree on the requests' api keys and correlation ids: {a} vs {b}")
+            demo = os.path.join(args.source, "captures", "demo.pcapng")
+            need(count(ts, demo, "kafka") == 0 and count(ts, demo, "kwire") > 0,
+                 "on a random broker port only kwire (heuristic) should decode")
+            need(count(ts, demo, "kwire", ["--disable-heuristic", "kwire_tcp"]) == 0,
+                 "--disable-heuristic kwire_tcp must turn the any-port recognition off")
+            need(count(ts, demo, "kwire", ["-o", "kwire.heuristic:FALSE"]) == 0,
+                 "the kwire.heuristic preference must turn the any-port recognition off")
+            print("wireshark coexist: port 9092 is kwire's while it is loaded; Decode As gives it to kafka; "
+                  "the heuristic finds random ports and can be turned off")
+        finally:
+            ts.cleanup()
+            plain.cleanup()
+    return test
+
+
+def lua_test():
+    """kwire.lua against the C plugin (which the other tests hold to kwire
+    decode): the same registered fields, and on every capture the same tree
+    (tshark -V text, every line), the same field values (-T json) and the same
+    Info column."""
+    fields_test(lua=args.lua)()
+    c, lua = Tshark(plugin=args.plugin), Tshark(lua=args.lua)
+    try:
+        def registered(ts):
+            out = ts.run(["-G", "fields"]).stdout.decode()
+            return sorted((x[2], x[3]) for x in (line.split("\t") for line in out.splitlines())
+                          if x[0] == "F" and x[4] == "kwire")
+        a, b = registered(c), registered(lua)
+        need(a == b, f"C plugin and kwire.lua register different fields or types: {sorted(set(a) ^ set(b))[:20]}")
+
+        def text_keys(v):
+            # Text items: the C plugin's JSON key is their label, Lua's "text";
+            # the labels themselves are compared in the -V output.
+            if isinstance(v, list):
+                return [("text" if ws_tree.ARRAY.match(k) or ws_tree.NULL_ARRAY.match(k) or k == "_ws.lua.text" else k,
+                         text_keys(x)) for k, x in v]
+            return v
+
+        def kwire_layers(packets):
+            out = []
+            for pkt in packets:
+                layers = dict(dict(pkt)["_source"])["layers"]
+                out.append([text_keys(v) for k, v in layers if k == "kwire"])
+            return out
+
+        def time_free(text):
+            # Wireshark's own lines may differ: the response time (Lua has the
+            # capture time only as a double) and the protocol stack (Lua's
+            # dissect_tcp_pdus adds a layer per PDU).
+            return [line for line in text.splitlines()
+                    if "Time since request:" not in line and "[Protocols in frame:" not in line]
+
+        # Both at once: the same protocol twice, which Wireshark refuses.
+        both = Tshark(plugin=args.plugin, lua=args.lua)
+        try:
+            demo = os.path.join(args.source, "captures", "demo.pcapng")
+            p = both.run(["-r", both.file(demo), "-Y", "kwire", "-c", "20"], check=False)
+            need(b"there cannot be two protocols" in p.stderr and p.stdout.count(b"kwire") > 0,
+                 f"plugin and kwire.lua together: expected Lua to be refused and the plugin to decode: {p.stderr}")
+        finally:
+            both.cleanup()
+        total = 0
+        malformed = os.path.join(c.dir, "malformed.pcap")
+        malformed_capture(malformed)
+        random_pcap = os.path.join(c.dir, "random.pcap")
+        random_capture(random_pcap)
+        for cap in sorted(glob.glob(os.path.join(args.source, "captures", "*.pcapng"))) + [malformed, random_pcap]:
+            name = os.path.basename(cap)
+            jc, jl = c.json(cap), lua.json(cap)
+            pc = ws_tree.pdus(jc)
+            need(len(pc) == len(ws_tree.pdus(jl)), f"{name}: different message counts")
+            for i, (x, y) in enumerate(zip(kwire_layers(jc), kwire_layers(jl))):
+                if x != y:
+                    drop = lambda layer: [[(k, v) for k, v in pdu if k != "kwire.time"] for pdu in layer]  # noqa: E731
+                    need(drop(x) == drop(y), f"{name} packet {i + 1}: C plugin and kwire.lua JSON differ:\n"
+                                             f"{str(x)[:1500]}\n{str(y)[:1500]}")
+            vc = time_free(c.run(["-r", c.file(cap), "-V", "-Y", "kwire"]).stdout.decode())
+            vl = time_free(lua.run(["-r", lua.file(cap), "-V", "-Y", "kwire"]).stdout.decode())
+            diff = next(((i, p, q) for i, (p, q) in enumerate(zip(vc, vl)) if p != q), None)
+            need(len(vc) == len(vl) and diff is None, f"{name}: tshark -V differs, first at line {diff}")
+            info = ["-T", "fields", "-e", "frame.number", "-e", "_ws.col.Info", "-Y", "kwire"]
+            ic = c.run(["-r", c.file(cap)] + info).stdout.decode()
+            il = lua.run(["-r", lua.file(cap)] + info).stdout.decode()
+            need(ic == il, f"{name}: Info columns differ, first: "
+                           f"{next(((p, q) for p, q in zip(ic.splitlines(), il.splitlines()) if p != q), None)}")
+            print(f"{name}: {len(pc)} messages, kwire.lua identical to the C plugin ({len(vc)} lines of -V)")
+            total += len(pc)
+        print(f"wireshark lua: {total} messages identical to the C plugin (fields, -V tree, Info column)")
+    finally:
+        c.cleanup()
+        lua.cleanup()
+
+
+def overlay_test(**kw):
+    """The plugin's spec overlay preferences, as kwire decode's --spec-dir and
+    --overlay: an overlay directory that redefines ApiVersionsResponse v0."""
+    def test():
+        from kafka_pcap import Pcap, i16, i32, request, response
+        ts = Tshark(**kw)
+        try:
+            spec_dir = os.path.join(ts.dir, "overlay")
+            os.makedirs(spec_dir)
+            with open(os.path.join(spec_dir, "ApiVersionsResponse.json"), "w") as f:
+                json.dump({"apiKey": 18, "type": "response", "name": "ApiVersionsResponse", "validVersions": "0",
+                           "flexibleVersions": "none",
+                           "fields": [{"name": "ErrorCode", "type": "int16", "versions": "0+"},
+                                      {"name": "Extra", "type": "int32", "versions": "0+"}]}, f)
+            os.chmod(spec_dir, 0o755)
+            os.chmod(os.path.join(spec_dir, "ApiVersionsResponse.json"), 0o644)
+            path = os.path.join(ts.dir, "overlay.pcap")
+            pcap = Pcap()
+            pcap.connection(50020, 40020, [(True, request(18, 0, 1, b"")), (False, response(1, i16(0) + i32(77)))])
+            pcap.write(path)
+            # Without the overlay the response is a malformed ApiVersionsResponse v0, for both.
+            plain = ws_tree.pdus(ts.json(path))
+            released = decode_json(path)
+            need("error" in released[1] and any(k == "kwire.malformed" for k, _ in plain[1]["expert"]),
+                 "without an overlay, the response should be malformed for kwire decode and tshark")
+            with_dir = decode_json(path, ["--spec-dir", spec_dir])
+            need(with_dir[1]["body"] == {"errorCode": 0, "extra": 77}, f"kwire decode --spec-dir: {with_dir[1]}")
+            out = ts.run(["-r", ts.file(path), "-o", f"kwire.spec_dir:{spec_dir}", "-T", "fields", "-Y",
+                          "kwire.direction == 1", "-e", "kwire.api_versions_response.error_code", "-e",
+                          "kwire.overlay_field", "-e", "kwire.overlay", "-e", "_ws.expert.severity"]).stdout.decode()
+            fields = out.strip().split("\t")
+            need(fields[:3] == [str(with_dir[1]["body"]["errorCode"]), str(with_dir[1]["body"]["extra"]),
+                                with_dir[1]["overlay"]] and "error" not in with_dir[1],
+                 f"tshark -o kwire.spec_dir: {fields}, kwire decode --spec-dir: {with_dir[1]}")
+            p = ts.run(["-r", ts.file(path), "-o", "kwire.overlay:kip-1331-draft"])
+            need(b"kwire" not in p.stderr, f"the shipped overlay preference failed: {p.stderr}")
+            p = ts.run(["-r", ts.file(path), "-o", "kwire.overlay:no-such-overlay"], check=False)
+            need(b"no shipped spec overlay is named" in p.stderr, f"an unknown overlay name is not reported: {p.stderr}")
+            print(f"wireshark overlay: kwire.spec_dir decodes as kwire decode --spec-dir ({fields[:3]}); "
+                  "kwire.overlay loads kip-1331-draft and reports unknown names")
+        finally:
+            ts.cleanup()
+    return test
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("test")
+    ap.add_argument("--source", required=True)
+    ap.add_argument("--kwire", required=True)
+    ap.add_argument("--plugin", required=True)
+    ap.add_argument("--lua")
+    args = ap.parse_args()
+    tests = {
+        "captures": [lambda: captures_test(plugin=args.plugin)()],
+        "fields": [lambda: fields_test(plugin=args.plugin)()],
+        "filters": [lambda: filters_test(plugin=args.plugin)()],
+        "malformed": [lambda: malformed_test(plugin=args.plugin)()],
+        "coexist": [lambda: coexist_test(plugin=args.plugin)()],
+        "lua": [lua_test],
+        "overlay": [lambda: overlay_test(plugin=args.plugin)()],
+    }
+    need_test = tests.get(args.test)
+    if not need_test:
+        print(f"unknown test {args.test}", file=sys.stderr)
+        sys.exit(2)
+    main(need_test)
