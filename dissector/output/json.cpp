@@ -27,9 +27,17 @@ void json_string(TextBuffer& out, std::string_view s) {
       ++p;
       continue;
     }
+    // Well-formed UTF-8 only (RFC 3629): no overlong forms, no surrogates,
+    // nothing past U+10FFFF; anything else is U+FFFD, byte by byte.
     int len = (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
     bool ok = len > 0 && end - p >= len;
-    for (int k = 1; ok && k < len; ++k) ok = (p[k] & 0xc0) == 0x80;
+    uint32_t cp = len == 2 ? c & 0x1f : len == 3 ? c & 0x0f : c & 0x07;
+    for (int k = 1; ok && k < len; ++k) {
+      ok = (p[k] & 0xc0) == 0x80;
+      cp = cp << 6 | (p[k] & 0x3f);
+    }
+    static constexpr uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
+    ok = ok && cp >= kMin[len] && cp <= 0x10ffff && (cp < 0xd800 || cp > 0xdfff);
     if (ok) { out.append(reinterpret_cast<const char*>(p), static_cast<size_t>(len)); p += len; }
     else { out += "\xef\xbf\xbd"; ++p; }
   }
