@@ -42,6 +42,19 @@ TEST(FuzzRegression, SpecFlagsThatAreNotBooleansAreErrors) {
 
 // fuzz_spec: a number too large for a double makes nlohmann's parser throw
 // out_of_range (406), which parse_spec did not catch (it caught parse_error).
+// fuzz_spec: a field with "name": "" was skipped by validation as if its
+// missing name had been reported, so its unknown type ("response", neither
+// a primitive nor a struct of the spec) reached the compiler, which bound a
+// reference to the null struct lookup.
+TEST(FuzzRegression, AnEmptyFieldNameIsAnError) {
+  std::vector<spec::SpecError> errors;
+  auto m = spec::parse_spec(data_spec("", "}, {\"name\": \"\", \"type\": \"response\", \"versions\": \"0+\""),
+                            "fuzz.json", errors);
+  EXPECT_FALSE(m.has_value());
+  ASSERT_FALSE(errors.empty());
+  EXPECT_NE(errors.front().reason.find("empty field name"), std::string::npos) << errors.front().reason;
+}
+
 TEST(FuzzRegression, SpecNumberOverflowIsAnError) {
   expect_rejected(R"({"name": "X", "type": "data", "validVersions": "0", "x": 7e888888800000000000000, "fields": []})",
                   "number overflow");

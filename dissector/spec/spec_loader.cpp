@@ -237,7 +237,11 @@ class Parser {
     std::set<int> tags;
     for (const auto& f : fs) {
       std::string where = prefix.empty() ? f.name : prefix + "." + f.name;
-      if (f.name.empty()) continue;  // already reported
+      if (f.name.empty()) {
+        // A missing name was reported when the field was read; "name": "" was not.
+        fail(prefix.empty() ? "?" : prefix + ".?", "empty field name");
+        continue;
+      }
       if (!names.insert(f.name).second) fail(where, "duplicate field name");
       auto et = f.element_type();
       if (et.empty()) { fail(where, "empty type"); continue; }
