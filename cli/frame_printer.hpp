@@ -46,8 +46,6 @@ class FramePrinter : public FrameHandler {
   // the counts of what is not a Kafka message.
   void finish(const SessionStats& sessions);
 
-  uint64_t messages() const { return frames_; }
-  uint64_t capture_errors() const { return capture_errors_; }
   void set_where(std::string where) { where_ = std::move(where); }
 
  private:

@@ -245,7 +245,6 @@ class Recording : public FrameHandler {
     if (printer_) printer_->on_skip(ctx, length, reason);
   }
   void on_capture_error(const PacketMeta& meta, const std::string& where, const std::string& reason) override {
-    ++capture_errors_;
     if (printer_) {
       printer_->on_capture_error(meta, where, reason);
     } else {
@@ -277,7 +276,6 @@ class Recording : public FrameHandler {
     if (printer_) printer_->finish(s);
   }
   uint64_t messages() const { return messages_; }
-  uint64_t capture_errors() const { return capture_errors_; }
 
  private:
   // What the message's bytes tell the redactor: where messages end, which
@@ -309,7 +307,6 @@ class Recording : public FrameHandler {
   uint64_t current_ = 0;
   int64_t now_ = 0;
   uint64_t messages_ = 0;
-  uint64_t capture_errors_ = 0;
 };
 
 class Recorder {
@@ -340,7 +337,6 @@ class Recorder {
   uint32_t iface_ = 0;
   uint64_t captured_ = 0;
   uint64_t bytes_ = 0;
-  uint64_t non_tcp_dropped_ = 0;
   std::string write_error_;
   bool stop_ = false;
   bool status_ = false;
@@ -421,9 +417,7 @@ void Recorder::keep(const Endpoint& src, const Endpoint& dst, bool tcp, int64_t 
     write(ts_ns, data, wire_len, number);
   } else if (tcp) {
     gate_->packet(src, dst, ts_ns, data, wire_len, number);
-  } else {
-    ++non_tcp_dropped_;  // --auto keeps TCP connections only
-  }
+  }  // --auto keeps TCP connections only: other packets are not written
 }
 
 void Recorder::packet(const RawPacket& raw) {

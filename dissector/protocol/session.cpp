@@ -200,7 +200,7 @@ void KafkaSessions::probe(Conn& c, int side, const PacketMeta& meta) {
     return;
   }
   for (;;) {
-    const size_t found = hunt(c, st, st.hunt, true, c.pending, st.buf);
+    const size_t found = hunt(st, st.hunt, true, c.pending, st.buf);
     if (found == SIZE_MAX) break;
     const uint64_t at = st.buf_offset + found;
     if (c.tcp.saw_syn && side == 0 && at == 0) {
@@ -216,7 +216,7 @@ void KafkaSessions::probe(Conn& c, int side, const PacketMeta& meta) {
   const PendingList& theirs = c.candidates[1 - side];
   if (theirs.empty()) {
     st.confirm.reset(st.buf_offset + st.buf.size());  // a response comes after its request
-  } else if (hunt(c, st, st.confirm, false, theirs, st.buf) != SIZE_MAX) {
+  } else if (hunt(st, st.confirm, false, theirs, st.buf) != SIZE_MAX) {
     decide(c, true, side == 0, meta);
     return;
   }
@@ -340,7 +340,7 @@ bool KafkaSessions::resync(Conn& c, int dir, const PacketMeta& meta) {
       return true;
     }
   }
-  const size_t found = hunt(c, s, s.hunt, dir == kRequests, c.pending, b);
+  const size_t found = hunt(s, s.hunt, dir == kRequests, c.pending, b);
   if (found != SIZE_MAX) {
     // Sizes that chain from the hunt's start to the candidate frame messages too.
     if (!(chain != Chain::Broken && chain_of(b, found) == Chain::Whole)) {
@@ -371,9 +371,8 @@ bool KafkaSessions::resync(Conn& c, int dir, const PacketMeta& meta) {
 // s.waiting (in stream order) while the scan goes on past them: a false one
 // with a large size must not hold up the real messages behind it. Returns
 // the index in `b`, or SIZE_MAX when there is none yet.
-size_t KafkaSessions::hunt(Conn& c, Stream& s, Hunt& h, bool requests, const PendingList& pending,
+size_t KafkaSessions::hunt(Stream& s, Hunt& h, bool requests, const PendingList& pending,
                            std::span<const uint8_t> b) {
-  (void)c;
   auto whole_and_clean = [&](size_t i, size_t total) {
     std::span<const uint8_t> m = b.subspan(i, total);
     return requests ? clean_request(m) : clean_response(pending, m);
