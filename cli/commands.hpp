@@ -19,5 +19,6 @@ bool parse_ports(const std::string& s, std::set<uint16_t>& ports, std::string& e
 int decode_command(std::vector<std::string> args);
 int specs_command(std::vector<std::string> args);
 int record_command(std::vector<std::string> args);
+int replay_command(std::vector<std::string> args);
 
 }  // namespace kwire::cli

@@ -39,6 +39,8 @@ static void usage(std::ostream& out) {
          "commands:\n"
          "  decode -r FILE   decode Kafka traffic in a pcap/pcapng file\n"
          "  record -i IFACE  capture Kafka traffic live into pcapng (or re-filter a file with -r)\n"
+         "  replay -r FILE --target HOST:PORT\n"
+         "                   re-send the capture's client sessions to a broker, compare the answers\n"
          "  specs [NAME]     list the APIs kwire knows, or show a message's wire layout\n\n"
          "Run 'kwire <command> --help' for its options.\n";
 }
@@ -57,6 +59,7 @@ int main(int argc, char** argv) {
   }
   if (cmd == "decode") return kwire::cli::decode_command(std::move(args));
   if (cmd == "record") return kwire::cli::record_command(std::move(args));
+  if (cmd == "replay") return kwire::cli::replay_command(std::move(args));
   if (cmd == "specs") return kwire::cli::specs_command(std::move(args));
   std::cerr << "kwire: unknown command '" << cmd << "'\n";
   usage(std::cerr);

@@ -176,6 +176,8 @@ void SpecCompiler::add_version(const spec::MessageSpec& m, int v, std::string_vi
   p.overlay = overlay_;
   p.older = older;
   p.root = root(m, v);
+  p.controller_only = !m.listeners.empty() &&
+                      std::find(m.listeners.begin(), m.listeners.end(), "broker") == m.listeners.end();
   t_.messages.push_back(p);
 }
 

@@ -42,7 +42,7 @@ void emit_tables(std::ostream& out, const std::string& id, const ProgramTables& 
   for (const auto& m : t.messages) {
     out << "  {" << lit(m.api_name) << ", " << lit(m.spec_name) << ", " << lit(m.origin) << ", " << m.api_key
         << ", " << m.version << ", Direction::" << (m.direction == Direction::Request ? "Request" : "Response")
-        << ", " << m.flexible << ", " << m.unstable << ", " << m.overlay << ", " << m.older << ", " << m.root << "},\n";
+        << ", " << m.flexible << ", " << m.unstable << ", " << m.overlay << ", " << m.older << ", " << m.root << ", " << m.controller_only << "},\n";
   }
   out << "};\n";
   out << "static ProgramTables " << id << "_program_tables() {\n  ProgramTables t;\n"

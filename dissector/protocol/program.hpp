@@ -91,6 +91,9 @@ struct MessageProgram {
   bool overlay = false;
   bool older = false;           // from an older release's specs: a version the pinned release dropped
   uint32_t root = 0;            // FieldDesc of the body (type Struct, sub = its StructProgram)
+  // The spec's "listeners" name only the controller: a request brokers send
+  // to the KRaft controller (BrokerHeartbeat, Envelope, ...), never a client.
+  bool controller_only = false;
 };
 
 // Flat tables, as emitted by the code generator (see codegen/) or built at

@@ -1,0 +1,230 @@
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli/commands.hpp"
+#include "replay/engine.hpp"
+#include "replay/recording.hpp"
+#include "replay/report.hpp"
+#include "replay/state.hpp"
+
+namespace kwire::cli {
+
+namespace {
+
+const char* kReplayHelp =
+    "usage: kwire replay -r CAPTURE --target HOST:PORT [options]\n"
+    "Re-sends the client sessions of CAPTURE to a broker under test, one connection per\n"
+    "recorded connection, substituting what the broker hands out (member epochs, member ids,\n"
+    "producer ids and epochs, fetch sessions, topic ids), compares every response with the\n"
+    "recorded one field by field, and reports the differences.\n"
+    "\n"
+    "  -r FILE               pcap or pcapng capture (- reads standard input)\n"
+    "  --target HOST:PORT    the broker under test; every recorded broker goes there\n"
+    "  --map ADDR:PORT=HOST:PORT  send what went to recorded broker ADDR:PORT to HOST:PORT\n"
+    "                        instead (repeatable); kwire connects to no other address\n"
+    "  -p PORTS              Kafka ports of the capture (default: found from the traffic)\n"
+    "  --timing recorded|fast  recorded (default): keep the recorded gaps between requests;\n"
+    "                        fast: each request as soon as the responses it may depend on\n"
+    "                        are in, at the connection's recorded pipelining depth\n"
+    "  --speed X             with recorded timing, gaps divided by X (2 = twice as fast)\n"
+    "  --api A,B             replay only these requests (api names, any case)\n"
+    "  --group G,H           replay only sessions whose requests name one of these groups\n"
+    "  --conn N,M            replay only these sessions (numbers as the report lists them)\n"
+    "  --rename-group PREFIX prefix every group id, so the replay meets no earlier state\n"
+    "  --rename-topic PREFIX prefix every topic name (with --setup, topics are made so)\n"
+    "  --setup               create the topics the capture uses (names and partition counts\n"
+    "                        from its Metadata responses) that the target lacks\n"
+    "  --ignore [API:]PATH   also ignore differences at PATH (JSON names, * and ** wildcards)\n"
+    "  --no-default-ignores  compare the volatile fields too (see --list-rules)\n"
+    "  --expect [API:]PATH=VALUE  the live responses must carry VALUE at PATH\n"
+    "  --list-rules          print the substitution and ignore rules and exit\n"
+    "  --report FILE.json    the report as JSON\n"
+    "  --junit FILE.xml      the report as JUnit XML, one test case per session\n"
+    "  --record-out FILE     the replay's own traffic as pcapng (open it beside CAPTURE)\n"
+    "  --timeout S           per-request timeout, seconds (default 30; at least twice the\n"
+    "                        recorded latency)\n"
+    "  --reconnect-timeout S give a connection up after S seconds unreachable (default 10)\n"
+    "  --sasl-plain USER:PASSWORD  replay SASL/PLAIN sessions with these credentials\n"
+    "  -q                    no progress line\n"
+    "  --overlay NAME, --spec-dir DIR  as for kwire decode\n"
+    "\n"
+    "exit status: 0 no regression; 1 regressions or unanswered requests; 2 could not run\n"
+    "(bad usage, unreadable capture, target unreachable), with the reason on stderr\n";
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, sep))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+void list_rules() {
+  std::cout << "Values learned from the target's responses and substituted into later requests\n"
+               "(and into recorded responses before they are compared):\n";
+  for (const auto& r : replay::state_rules()) {
+    const char* scope = r.scope == replay::Scope::Member ? "per group member"
+                        : r.scope == replay::Scope::Producer ? "per producer"
+                        : r.scope == replay::Scope::Connection ? "per connection" : "capture-wide";
+    std::cout << "  " << r.name << " (" << scope << ")\n    learned from:";
+    for (auto l : r.learn) std::cout << " " << l;
+    std::cout << "\n    written into request fields:";
+    for (auto f : r.fields) std::cout << " " << f;
+    std::cout << "\n";
+  }
+  std::cout << "  topic id (capture-wide, by topic name)\n"
+               "    learned from: every response struct with a topic name and a TopicId, and a\n"
+               "    Metadata request of kwire's own at the start\n"
+               "    written into request fields: TopicId (Uuid)\n"
+               "  renames: --rename-group prefixes strings of entity groupId, --rename-topic of topicName\n"
+               "  correlation ids: renumbered per connection\n\n"
+               "Differences ignored by default (--no-default-ignores compares them; --ignore adds):\n";
+  for (const auto& r : replay::default_ignore_rules())
+    std::cout << "  " << r.pattern.text << std::string(r.pattern.text.size() < 46 ? 46 - r.pattern.text.size() : 1, ' ')
+              << r.why << "\n";
+}
+
+}  // namespace
+
+int replay_command(std::vector<std::string> args) {
+  ProgramSet ps = ProgramSet::release();
+  std::string error;
+  auto fail = [](const std::string& m) { std::cerr << "kwire replay: " << m << "\n"; return 2; };
+  if (!apply_spec_options(args, ps, error)) return fail(error);
+  std::string file, report_json, junit;
+  replay::ReplayOptions o;
+  SessionOptions session;
+  bool have_target = false, default_ignores = true, quiet = false;
+  std::vector<replay::IgnoreRule> extra_ignores;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto next = [&]() -> const std::string* {
+      if (i + 1 >= args.size()) return nullptr;
+      return &args[++i];
+    };
+    const std::string* v = nullptr;
+    if (a == "-h" || a == "--help") { std::cout << kReplayHelp; return 0; }
+    if (a == "--list-rules") { list_rules(); return 0; }
+    if (a == "--setup") { o.setup = true; continue; }
+    if (a == "--no-default-ignores") { default_ignores = false; continue; }
+    if (a == "-q") { quiet = true; continue; }
+    static const std::set<std::string> with_value = {
+        "-r", "--target", "--map", "-p", "--timing", "--speed", "--api", "--group", "--conn", "--rename-group",
+        "--rename-topic", "--ignore", "--expect", "--report", "--junit", "--record-out", "--timeout",
+        "--reconnect-timeout", "--sasl-plain"};
+    if (!with_value.count(a)) return fail("unknown option " + a + " (kwire replay --help lists them)");
+    if (!(v = next())) return fail(a + " needs a value");
+    if (a == "-r") file = *v;
+    else if (a == "--target") { if (!replay::parse_host_port(*v, o.target, error)) return fail("--target: " + error); have_target = true; }
+    else if (a == "--map") {
+      auto eq = v->find('=');
+      replay::HostPort from, to;
+      if (eq == std::string::npos) return fail("--map needs ADDR:PORT=HOST:PORT, not " + *v);
+      if (!replay::parse_host_port(v->substr(0, eq), from, error) || !replay::parse_host_port(v->substr(eq + 1), to, error))
+        return fail("--map " + *v + ": " + error);
+      o.map[from.str()] = to;
+    }
+    else if (a == "-p") { if (!parse_ports(*v, session.ports, error)) return fail(error); }
+    else if (a == "--timing") {
+      if (*v == "recorded") o.timing = replay::ReplayOptions::Timing::Recorded;
+      else if (*v == "fast") o.timing = replay::ReplayOptions::Timing::Fast;
+      else return fail("--timing is recorded or fast, not " + *v);
+    }
+    else if (a == "--speed") {
+      try { o.speed = std::stod(*v); } catch (...) { o.speed = -1; }
+      if (!(o.speed > 0)) return fail("--speed needs a positive number, not " + *v);
+    }
+    else if (a == "--api") {
+      for (const auto& name : split(*v, ',')) {
+        const MessageProgram* m = ps.find_api(name);
+        if (!m) {
+          for (const auto& p : ps.messages())
+            if (strcasecmp(std::string(p.api_name).c_str(), name.c_str()) == 0) { m = &p; break; }
+        }
+        if (!m) return fail("--api: no api named " + name + " (kwire specs lists them)");
+        o.apis.insert(std::string(m->api_name));
+      }
+    }
+    else if (a == "--group") for (const auto& g : split(*v, ',')) o.groups.insert(g);
+    else if (a == "--conn") {
+      for (const auto& n : split(*v, ',')) {
+        try { o.conns.insert(static_cast<uint32_t>(std::stoul(n))); } catch (...) { return fail("--conn: bad session number " + n); }
+      }
+    }
+    else if (a == "--rename-group") o.renames.group_prefix = *v;
+    else if (a == "--rename-topic") o.renames.topic_prefix = *v;
+    else if (a == "--ignore") {
+      replay::IgnoreRule r;
+      if (!replay::parse_pattern(*v, r.pattern, error)) return fail("--ignore: " + error);
+      r.why = "--ignore";
+      extra_ignores.push_back(std::move(r));
+    }
+    else if (a == "--expect") {
+      auto eq = v->find('=');
+      if (eq == std::string::npos) return fail("--expect needs [API:]PATH=VALUE, not " + *v);
+      replay::ExpectRule r;
+      if (!replay::parse_pattern(v->substr(0, eq), r.pattern, error)) return fail("--expect: " + error);
+      std::string path = v->substr(0, eq);
+      if (auto c = path.find(':'); c != std::string::npos) path = path.substr(c + 1);
+      r.path = path;
+      r.value = v->substr(eq + 1);
+      o.compare.expect.push_back(std::move(r));
+    }
+    else if (a == "--report") report_json = *v;
+    else if (a == "--junit") junit = *v;
+    else if (a == "--record-out") o.record_out = *v;
+    else if (a == "--timeout" || a == "--reconnect-timeout") {
+      double s = -1;
+      try { s = std::stod(*v); } catch (...) {}
+      if (!(s > 0)) return fail(a + " needs a positive number of seconds, not " + *v);
+      (a == "--timeout" ? o.timeout_s : o.reconnect_s) = s;
+    }
+    else if (a == "--sasl-plain") {
+      auto c = v->find(':');
+      if (c == std::string::npos) return fail("--sasl-plain needs USER:PASSWORD");
+      o.sasl_plain_user = v->substr(0, c);
+      o.sasl_plain_password = v->substr(c + 1);
+    }
+  }
+  if (file.empty()) return fail("-r CAPTURE is required\n" + std::string(kReplayHelp));
+  if (!have_target) return fail("--target HOST:PORT is required (kwire connects to no address it is not given)");
+  if (default_ignores) o.compare.ignore = replay::default_ignore_rules();
+  for (auto& r : extra_ignores) o.compare.ignore.push_back(std::move(r));
+  o.progress = !quiet && isatty(2);
+
+  replay::Recording rec;
+  if (!replay::load_recording(file, ps, session, rec, error)) return fail("cannot read " + file + ": " + error);
+  for (const auto& n : rec.notes) std::cerr << "kwire replay: " << file << ": " << n << "\n";
+  replay::ReplayResult result;
+  replay::ReportContext ctx;
+  ctx.capture = file;
+  ctx.target = o.target.str();
+  for (const auto& [from, to] : o.map) ctx.target += ", " + from + "=" + to.str();
+  char timing[64];
+  snprintf(timing, sizeof timing, "recorded x%g", o.speed);
+  ctx.timing = o.timing == replay::ReplayOptions::Timing::Fast ? "fast" : timing;
+  bool ran = replay::run_replay(ps, rec, o, result, error);
+  if (!ran) {
+    std::cerr << "kwire replay: " << error << "\n";
+    return 2;
+  }
+  replay::write_text_report(std::cout, result, ctx);
+  auto write = [&](const std::string& path, auto fn) -> bool {
+    std::ofstream f(path);
+    if (!f) { std::cerr << "kwire replay: cannot write " << path << "\n"; return false; }
+    fn(f, result, ctx);
+    f.close();
+    if (!f) { std::cerr << "kwire replay: cannot write " << path << "\n"; return false; }
+    return true;
+  };
+  if (!report_json.empty() && !write(report_json, replay::write_json_report)) return 2;
+  if (!junit.empty() && !write(junit, replay::write_junit_report)) return 2;
+  replay::Totals t = replay::totals(result);
+  return t.regressions || t.unanswered ? 1 : 0;
+}
+
+}  // namespace kwire::cli

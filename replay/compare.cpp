@@ -1,0 +1,418 @@
+#include "replay/compare.hpp"
+
+#include <fnmatch.h>
+
+#include <cmath>
+#include <map>
+
+#include "dissector/output/output.hpp"
+#include "dissector/protocol/codes.hpp"
+#include "dissector/wire/wire.hpp"
+
+namespace kwire::replay {
+
+bool PathPattern::matches(std::string_view api_name, const std::vector<std::string_view>& path) const {
+  if (!api.empty() && api != api_name) return false;
+  // Iterative glob over segments with a single backtrack point per **.
+  size_t p = 0, s = 0, star_p = SIZE_MAX, star_s = 0;
+  std::string seg;
+  while (s < path.size()) {
+    if (p < segments.size() && segments[p] == "**") { star_p = p++; star_s = s; continue; }
+    if (p < segments.size()) {
+      seg.assign(path[s]);
+      if (fnmatch(segments[p].c_str(), seg.c_str(), 0) == 0) { ++p; ++s; continue; }
+    }
+    if (star_p == SIZE_MAX) return false;
+    p = star_p + 1;
+    s = ++star_s;
+  }
+  while (p < segments.size() && segments[p] == "**") ++p;
+  return p == segments.size();
+}
+
+bool parse_pattern(const std::string& text, PathPattern& out, std::string& error) {
+  out = PathPattern{};
+  out.text = text;
+  std::string path = text;
+  if (auto colon = text.find(':'); colon != std::string::npos) {
+    out.api = text.substr(0, colon);
+    path = text.substr(colon + 1);
+  }
+  std::string cur;
+  for (size_t i = 0; i <= path.size(); ++i) {
+    char c = i < path.size() ? path[i] : '.';
+    if (c == '[') {  // indices do not take part in matching
+      size_t close = path.find(']', i);
+      if (close == std::string::npos) { error = "unclosed [ in path '" + text + "'"; return false; }
+      i = close;
+      continue;
+    }
+    if (c == '.') {
+      if (cur.empty()) { error = "empty segment in path '" + text + "' at column " + std::to_string(i + 1); return false; }
+      out.segments.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (out.segments.empty()) { error = "empty path"; return false; }
+  return true;
+}
+
+std::vector<IgnoreRule> default_ignore_rules() {
+  static const std::pair<const char*, const char*> table[] = {
+      {"**.throttleTimeMs", "how long the broker asked the client to wait"},
+      {"**.*Timestamp", "wall-clock times"},
+      {"**.*TimestampMs", "wall-clock times"},
+      {"**.logAppendTimeMs", "wall-clock times"},
+      {"**.incarnationId", "broker-generated uuid of a broker start"},
+      {"**.nodeId", "node ids of the target"},
+      {"**.leaderId", "node ids of the target"},
+      {"**.controllerId", "node ids of the target"},
+      {"**.brokerId", "node ids of the target"},
+      {"**.replicaNodes", "node ids of the target"},
+      {"**.isrNodes", "node ids of the target"},
+      {"**.offlineReplicas", "node ids of the target"},
+      {"**.eligibleLeaderReplicas", "node ids of the target"},
+      {"**.lastKnownElr", "node ids of the target"},
+      {"**.host", "host names of the target"},
+      {"**.port", "ports of the target"},
+      {"**.rack", "racks of the target"},
+      {"**.brokers", "the target's brokers"},
+      {"**.endpoints", "the target's listeners"},
+      {"ApiVersions:body.finalizedFeaturesEpoch", "the target's metadata offset"},
+      {"**.errorMessage", "free text that names volatile values (ids, times)"},
+      {"Fetch:body.responses.partitions.highWatermark", "depends on what was produced when the fetch ran"},
+      {"Fetch:body.responses.partitions.lastStableOffset", "depends on what was produced when the fetch ran"},
+      {"Fetch:body.responses.partitions.logStartOffset", "depends on what was produced when the fetch ran"},
+      {"Fetch:body.responses.partitions.records", "long-polled: which records arrive in which fetch is timing"},
+      {"Fetch:body.responses.partitions.abortedTransactions", "long-polled: follows the records"},
+      {"Fetch:body.responses.partitions.currentLeader", "node ids of the target"},
+      {"Fetch:body.nodeEndpoints", "the target's listeners"},
+  };
+  std::vector<IgnoreRule> rules;
+  std::string error;
+  for (const auto& [text, why] : table) {
+    IgnoreRule r;
+    parse_pattern(text, r.pattern, error);
+    r.why = why;
+    rules.push_back(std::move(r));
+  }
+  return rules;
+}
+
+const std::vector<StickyField>& sticky_fields() {
+  static const std::vector<StickyField> v = {
+      {"StreamsGroupHeartbeat", "body.activeTasks"},
+      {"StreamsGroupHeartbeat", "body.standbyTasks"},
+      {"StreamsGroupHeartbeat", "body.warmupTasks"},
+      {"StreamsGroupHeartbeat", "body.partitionsByUserEndpoint"},
+      {"ConsumerGroupHeartbeat", "body.assignment"},
+      {"ShareGroupHeartbeat", "body.assignment"},
+  };
+  return v;
+}
+
+const std::vector<TimerStatus>& timer_statuses() {
+  static const std::vector<TimerStatus> v = {
+      {"StreamsGroupHeartbeat", "body.status", "statusCode", 5},  // ASSIGNMENT_DELAYED
+  };
+  return v;
+}
+
+namespace {
+void subtree_json(const ProgramSet& ps, const Frame& f, uint32_t i, std::string& out) {
+  const Node& n = f.nodes[i];
+  if (n.is_null() || (n.type != WireType::Struct && n.type != WireType::Array && n.type != WireType::Records)) {
+    out += json_value(ps, f, i);
+    return;
+  }
+  const bool obj = n.type == WireType::Struct;
+  out += obj ? '{' : '[';
+  bool first = true;
+  for (uint32_t c : Children(f, i)) {
+    if (!first) out += ',';
+    first = false;
+    if (obj) out += '"' + std::string(ps.field(f.nodes[c].desc).json_name) + "\":";
+    subtree_json(ps, f, c, out);
+  }
+  out += obj ? '}' : ']';
+}
+}  // namespace
+
+std::string json_value(const ProgramSet& ps, const Frame& f, uint32_t i) {
+  const Node& n = f.nodes[i];
+  if (n.is_null()) return "null";
+  const FieldDesc& d = ps.field(n.desc);
+  if (d.flags & kSensitive) return "\"<redacted>\"";
+  switch (n.type) {
+    case WireType::Bool: return n.v.i ? "true" : "false";
+    case WireType::Float64: {
+      if (std::isnan(n.v.f)) return "\"NaN\"";
+      char b[32];
+      snprintf(b, sizeof b, "%.17g", n.v.f);
+      return b;
+    }
+    case WireType::Uuid: return '"' + wire::uuid_to_string(n.v.p) + '"';
+    case WireType::String: case WireType::VarString: {
+      TextBuffer t;
+      json_string(t, n.str());
+      return t.str();
+    }
+    case WireType::Bytes: case WireType::VarBytes: return '"' + wire::base64(n.bytes()) + '"';
+    case WireType::Struct: case WireType::Array: case WireType::Records:
+      return '"' + std::to_string(n.aux) + " elements\"";
+    default: return std::to_string(n.v.i);
+  }
+}
+
+namespace {
+
+class Walker {
+ public:
+  Walker(const ProgramSet& ps, const Frame& rec, const Frame& live, const CompareOptions& opts,
+         std::vector<Difference>& out, StickyMemory* memory, const std::string& member)
+      : ps_(ps), rec_(rec), live_(live), opts_(opts), out_(out), memory_(memory), member_(member),
+        api_(live.program ? live.program->api_name : std::string_view()) {}
+
+  void structure(uint32_t r, uint32_t l) {
+    // Fields by descriptor (unknown tagged fields by tag): tagged fields may be
+    // present on one side only.
+    std::vector<uint32_t> lc;
+    for (uint32_t c : Children(live_, l)) lc.push_back(c);
+    std::vector<bool> used(lc.size(), false);
+    for (uint32_t c : Children(rec_, r)) {
+      const Node& rn = rec_.nodes[c];
+      size_t k = 0;
+      for (; k < lc.size(); ++k) {
+        const Node& ln = live_.nodes[lc[k]];
+        if (!used[k] && ln.desc == rn.desc && (rn.desc != kDescUnknownTag || ln.tag == rn.tag)) break;
+      }
+      Push p(*this, name_of(rec_, c));
+      if (k == lc.size()) { diff(json_value(ps_, rec_, c), "\"(absent)\""); continue; }
+      used[k] = true;
+      node(c, lc[k]);
+    }
+    for (size_t k = 0; k < lc.size(); ++k)
+      if (!used[k]) {
+        Push p(*this, name_of(live_, lc[k]));
+        diff("\"(absent)\"", json_value(ps_, live_, lc[k]));
+      }
+  }
+
+  bool sticky() const {
+    if (!memory_) return false;
+    for (const auto& s : sticky_fields())
+      if (s.api == api_ && s.path == path_) return true;
+    return false;
+  }
+
+  void node(uint32_t r, uint32_t l) {
+    const Node& rn = rec_.nodes[r];
+    const Node& ln = live_.nodes[l];
+    if (sticky()) {
+      // Compared by effective value: null keeps the member's last one.
+      const std::string key = member_ + '\x1f' + std::string(api_) + '\x1f' + path_;
+      std::string a, b;
+      if (!rn.is_null()) { subtree_json(ps_, rec_, r, a); memory_->recorded[key] = a; } else a = memory_->recorded[key];
+      if (!ln.is_null()) { subtree_json(ps_, live_, l, b); memory_->live[key] = b; } else b = memory_->live[key];
+      if (a != b) diff(json_text(a), json_text(b));
+      return;
+    }
+    if (rn.is_null() || ln.is_null() || rn.type != ln.type) {
+      if (rn.is_null() != ln.is_null() || rn.type != ln.type) diff(json_value(ps_, rec_, r), json_value(ps_, live_, l));
+      return;
+    }
+    switch (rn.type) {
+      case WireType::Struct: structure(r, l); return;
+      case WireType::Array: case WireType::Records: array(r, l); return;
+      default: {
+        std::string a = json_value(ps_, rec_, r), b = json_value(ps_, live_, l);
+        if (a != b) diff(a, b);
+      }
+    }
+  }
+
+  bool timer_element(const Frame& f, uint32_t el) const {
+    for (const auto& t : timer_statuses()) {
+      if (t.api != api_ || t.path != path_ || f.nodes[el].type != WireType::Struct) continue;
+      for (uint32_t c : Children(f, el))
+        if (ps_.field(f.nodes[c].desc).json_name == t.code_field && f.nodes[c].v.i == t.code) return true;
+    }
+    return false;
+  }
+
+  void array(uint32_t r, uint32_t l) {
+    std::vector<uint32_t> re, le;
+    for (uint32_t c : Children(rec_, r)) if (!timer_element(rec_, c)) re.push_back(c);
+    for (uint32_t c : Children(live_, l)) if (!timer_element(live_, c)) le.push_back(c);
+    std::string keyname;
+    if (!re.empty() && rec_.nodes[re[0]].type == WireType::Struct) keyname = map_key_of(rec_, re[0]);
+    if (!keyname.empty()) {
+      // Keyed elements (the spec's mapKey): matched by key, not position.
+      std::map<std::string, uint32_t> by_key;
+      for (uint32_t c : le) by_key.emplace(key_of(live_, c), c);
+      for (size_t i = 0; i < re.size(); ++i) {
+        Push p(*this, "[" + std::to_string(i) + "]", true);
+        auto it = by_key.find(key_of(rec_, re[i]));
+        if (it == by_key.end()) { diff(key_literal(rec_, re[i]), "\"(absent)\""); continue; }
+        node(re[i], it->second);
+        by_key.erase(it);
+      }
+      for (auto& [k, c] : by_key) {
+        Push p(*this, "[+" + k + "]", true);
+        diff("\"(absent)\"", key_literal(live_, c));
+      }
+      return;
+    }
+    if (re.size() != le.size()) diff('"' + std::to_string(re.size()) + " elements\"", '"' + std::to_string(le.size()) + " elements\"");
+    for (size_t i = 0; i < std::min(re.size(), le.size()); ++i) {
+      Push p(*this, "[" + std::to_string(i) + "]", true);
+      node(re[i], le[i]);
+    }
+  }
+
+  void run() {
+    if (!rec_.body || !live_.body) return;
+    Push p(*this, "body");
+    structure(rec_.body, live_.body);
+  }
+
+ private:
+  struct Push {
+    Push(Walker& w, std::string seg, bool index = false) : w(w), len(w.path_.size()), index(index) {
+      if (!index && !w.path_.empty()) w.path_ += '.';
+      w.path_ += seg;
+      if (!index) w.segs_.push_back(std::move(seg));
+    }
+    ~Push() {
+      w.path_.resize(len);
+      if (!index) w.segs_.pop_back();
+    }
+    Walker& w;
+    size_t len;
+    bool index;
+  };
+
+  std::string name_of(const Frame& f, uint32_t c) const {
+    const Node& n = f.nodes[c];
+    if (n.desc == kDescUnknownTag) return "_tag" + std::to_string(n.tag);
+    return std::string(ps_.field(n.desc).json_name);
+  }
+  std::string map_key_of(const Frame& f, uint32_t element) const {
+    for (uint32_t c : Children(f, element))
+      if (ps_.field(f.nodes[c].desc).flags & kMapKey) return std::string(ps_.field(f.nodes[c].desc).json_name);
+    return {};
+  }
+  std::string key_of(const Frame& f, uint32_t element) const {
+    std::string k;
+    for (uint32_t c : Children(f, element))
+      if (ps_.field(f.nodes[c].desc).flags & kMapKey) k += json_value(ps_, f, c) + ',';
+    return k;
+  }
+  std::string key_literal(const Frame& f, uint32_t element) const {
+    TextBuffer t;
+    json_string(t, "element with key " + key_of(f, element).substr(0, key_of(f, element).size() - 1));
+    return t.str();
+  }
+
+  void diff(std::string recorded, std::string replayed) {
+    Difference d;
+    d.path = path_;
+    d.recorded = std::move(recorded);
+    d.replayed = std::move(replayed);
+    std::vector<std::string_view> segs(segs_.begin(), segs_.end());
+    for (const auto& rule : opts_.ignore)
+      if (rule.pattern.matches(api_, segs)) { d.ignored = true; d.rule = rule.pattern.text; break; }
+    out_.push_back(std::move(d));
+  }
+
+  static std::string json_text(const std::string& s) {
+    if (s.empty()) return "\"(none yet)\"";
+    return s;
+  }
+
+  const ProgramSet& ps_;
+  const Frame& rec_;
+  const Frame& live_;
+  const CompareOptions& opts_;
+  std::vector<Difference>& out_;
+  StickyMemory* memory_;
+  const std::string& member_;
+  std::string_view api_;
+  std::string path_;
+  std::vector<std::string> segs_;
+};
+
+// Walks every node of a frame with its indexed and its plain path.
+template <class F>
+void each_path(const ProgramSet& ps, const Frame& f, uint32_t node, std::string& path, std::vector<std::string>& segs,
+               F&& fn) {
+  for (uint32_t c : Children(f, node)) {
+    const Node& n = f.nodes[c];
+    size_t len = path.size();
+    bool element = n.flags & kElement;
+    if (element) {
+      // index among siblings
+      uint32_t idx = 0;
+      for (uint32_t s : Children(f, node)) { if (s == c) break; ++idx; }
+      path += "[" + std::to_string(idx) + "]";
+    } else {
+      std::string name = n.desc == kDescUnknownTag ? "_tag" + std::to_string(n.tag) : std::string(ps.field(n.desc).json_name);
+      path += "." + name;
+      segs.push_back(name);
+    }
+    fn(c, path, segs);
+    if (n.type == WireType::Struct || n.type == WireType::Array || n.type == WireType::Records)
+      each_path(ps, f, c, path, segs, fn);
+    path.resize(len);
+    if (!element) segs.pop_back();
+  }
+}
+
+std::string unquoted(const std::string& literal) {
+  if (literal.size() >= 2 && literal.front() == '"') return literal.substr(1, literal.size() - 2);
+  return literal;
+}
+
+}  // namespace
+
+void check_expectations(const ProgramSet& ps, const Frame& live, const std::vector<ExpectRule>& expect,
+                        std::vector<Difference>& out) {
+  if (expect.empty() || !live.body || !live.program) return;
+  const std::string_view api = live.program->api_name;
+  for (const ExpectRule& e : expect) {
+    if (!e.pattern.api.empty() && e.pattern.api != api) continue;
+    const bool indexed = e.path.find('[') != std::string::npos;
+    bool seen = false;
+    std::string path = "body";
+    std::vector<std::string> segs{"body"};
+    each_path(ps, live, live.body, path, segs, [&](uint32_t c, const std::string& p, const std::vector<std::string>& s) {
+      bool hit = indexed ? p == e.path : e.pattern.matches(api, std::vector<std::string_view>(s.begin(), s.end()));
+      if (!hit) return;
+      seen = true;
+      std::string got = json_value(ps, live, c);
+      bool ok = unquoted(got) == e.value;
+      const FieldDesc& d = ps.field(live.nodes[c].desc);
+      if (!ok && is_error_code_field(d)) ok = error_name(live.nodes[c].v.i) == e.value;
+      if (!ok) {
+        TextBuffer t;
+        json_string(t, e.value);
+        out.push_back({p, t.str(), got, "expect " + e.pattern.text + "=" + e.value, false});
+      }
+    });
+    if (!seen && !e.pattern.api.empty()) {
+      TextBuffer t;
+      json_string(t, e.value);
+      out.push_back({e.path, t.str(), "\"(absent)\"", "expect " + e.pattern.text + "=" + e.value, false});
+    }
+  }
+}
+
+void compare(const ProgramSet& ps, const Frame& recorded, const Frame& live, const CompareOptions& opts,
+             std::vector<Difference>& out, StickyMemory* memory, const std::string& member) {
+  Walker(ps, recorded, live, opts, out, memory, member).run();
+  check_expectations(ps, live, opts.expect, out);
+}
+
+}  // namespace kwire::replay

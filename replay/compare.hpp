@@ -1,0 +1,84 @@
+// Field-by-field comparison of a live response with the recorded one (after
+// ReplayState::translate_response), with rules for what may differ. Paths use
+// the JSON names of `kwire decode -T json`: "body.results[0].errorCode".
+#pragma once
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "dissector/protocol/frame.hpp"
+#include "dissector/protocol/program.hpp"
+
+namespace kwire::replay {
+
+// "[Api:]PATH": PATH is dot-separated JSON names without indices; a segment
+// may hold * and ? wildcards, and ** stands for any number of segments.
+struct PathPattern {
+  std::string api;                    // empty: every api
+  std::vector<std::string> segments;
+  std::string text;                   // as written
+  bool matches(std::string_view api_name, const std::vector<std::string_view>& path) const;
+};
+bool parse_pattern(const std::string& text, PathPattern& out, std::string& error);
+
+struct IgnoreRule {
+  PathPattern pattern;
+  std::string why;
+};
+// The volatile fields replay ignores unless told otherwise (kwire replay --list-rules).
+std::vector<IgnoreRule> default_ignore_rules();
+
+struct Expectation;
+struct ExpectRule {
+  PathPattern pattern;  // indices allowed in the text: "body.results[0].errorCode"
+  std::string path;     // the path as written (without the api)
+  std::string value;    // text: number, true/false, null, string content, error name
+};
+
+struct Difference {
+  std::string path;       // "body.results[0].errorCode"
+  std::string recorded;   // JSON literal
+  std::string replayed;   // JSON literal
+  std::string rule;       // the ignore rule that covers it, or "expect" / empty
+  bool ignored = false;
+};
+
+struct CompareOptions {
+  std::vector<IgnoreRule> ignore;
+  std::vector<ExpectRule> expect;
+};
+
+// Heartbeat responses leave an assignment null when it did not change, and
+// which heartbeat first carries a new one is timing. Fields listed here are
+// compared by their effective value: the last one sent to that member.
+struct StickyField {
+  std::string_view api;    // "StreamsGroupHeartbeat"
+  std::string_view path;   // "body.activeTasks"
+};
+const std::vector<StickyField>& sticky_fields();
+// Status codes that only say a timer has not fired yet (ASSIGNMENT_DELAYED):
+// elements with them are left out of the comparison of `path`.
+struct TimerStatus {
+  std::string_view api, path, code_field;
+  int64_t code;
+};
+const std::vector<TimerStatus>& timer_statuses();
+// The last effective value of each sticky field, per member connection.
+struct StickyMemory {
+  std::unordered_map<std::string, std::string> recorded, live;
+};
+
+// Appends the differences between `recorded` and `live` (both decoded as the
+// same api and version) to `out`, ignored ones flagged; then the expectations
+// that `live` does not meet.
+void compare(const ProgramSet& ps, const Frame& recorded, const Frame& live, const CompareOptions& opts,
+             std::vector<Difference>& out, StickyMemory* memory = nullptr, const std::string& member = {});
+// Only the expectations (when there is nothing recorded to compare with).
+void check_expectations(const ProgramSet& ps, const Frame& live, const std::vector<ExpectRule>& expect,
+                        std::vector<Difference>& out);
+
+// A node's value as a JSON literal, as `kwire decode -T json` writes it.
+std::string json_value(const ProgramSet& ps, const Frame& f, uint32_t node);
+
+}  // namespace kwire::replay

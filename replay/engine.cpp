@@ -1,0 +1,1054 @@
+#include "replay/engine.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <deque>
+#include <iostream>
+#include <memory>
+#include <unordered_map>
+
+#include "dissector/protocol/codes.hpp"
+#include "dissector/protocol/decoder.hpp"
+#include "dissector/protocol/encoder.hpp"
+#include "dissector/wire/message_builder.hpp"
+#include "dissector/wire/wire.hpp"
+#include "recorder/pcapng_writer.hpp"
+
+namespace kwire::replay {
+
+std::string HostPort::str() const {
+  return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+bool parse_host_port(const std::string& s, HostPort& out, std::string& error) {
+  size_t colon = s.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == s.size()) {
+    error = "'" + s + "' is not HOST:PORT";
+    return false;
+  }
+  std::string host = s.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  int port = 0;
+  try {
+    size_t used = 0;
+    port = std::stoi(s.substr(colon + 1), &used);
+    if (used != s.size() - colon - 1) port = -1;
+  } catch (...) { port = -1; }
+  if (port <= 0 || port > 65535) { error = "bad port in '" + s + "'"; return false; }
+  out.host = host;
+  out.port = static_cast<uint16_t>(port);
+  return true;
+}
+
+std::string_view outcome_name(Outcome o) {
+  switch (o) {
+    case Outcome::Same: return "same";
+    case Outcome::IgnoredOnly: return "differs-only-in-ignored";
+    case Outcome::Regression: return "regression";
+    case Outcome::Unanswered: return "unanswered";
+    case Outcome::Unsupported: return "unsupported";
+    case Outcome::Skipped: return "skipped";
+    case Outcome::NotExpected: return "not-compared";
+  }
+  return "?";
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int64_t now_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now().time_since_epoch()).count();
+}
+int64_t wall_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+struct Address {
+  sockaddr_storage sa{};
+  socklen_t len = 0;
+};
+
+bool resolve_address(const HostPort& hp, Address& out, std::string& error) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* res = nullptr;
+  int rc = getaddrinfo(hp.host.c_str(), std::to_string(hp.port).c_str(), &hints, &res);
+  if (rc != 0 || !res) { error = "cannot resolve " + hp.str() + ": " + gai_strerror(rc); return false; }
+  std::memcpy(&out.sa, res->ai_addr, res->ai_addrlen);
+  out.len = res->ai_addrlen;
+  freeaddrinfo(res);
+  return true;
+}
+
+Endpoint endpoint_of(const sockaddr_storage& sa) {
+  Endpoint e;
+  if (sa.ss_family == AF_INET6) {
+    auto* s6 = reinterpret_cast<const sockaddr_in6*>(&sa);
+    std::memcpy(e.addr.data(), &s6->sin6_addr, 16);
+    e.v6 = true;
+    e.port = ntohs(s6->sin6_port);
+  } else {
+    auto* s4 = reinterpret_cast<const sockaddr_in*>(&sa);
+    std::memcpy(e.addr.data(), &s4->sin_addr, 4);
+    e.port = ntohs(s4->sin_port);
+  }
+  return e;
+}
+
+int open_socket(const Address& a, std::string& error) {
+  int fd = socket(a.sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) { error = std::string("socket: ") + strerror(errno); return -1; }
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (connect(fd, reinterpret_cast<const sockaddr*>(&a.sa), a.len) < 0 && errno != EINPROGRESS) {
+    error = strerror(errno);
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// The replay's own traffic as a capture: IPv4/IPv6 packets (LINKTYPE_RAW)
+// with TCP headers made up from what the sockets sent and received.
+class TrafficWriter {
+ public:
+  bool open(const std::string& path, std::string& error) {
+    PcapngWriterOptions o;
+    o.path = path;
+    o.application = "kwire replay";
+    w_ = PcapngWriter::open(o, error);
+    if (!w_) return false;
+    PcapngInterface i;
+    i.linktype = 101;
+    i.name = "kwire-replay";
+    i.description = "connections kwire replay made to the target";
+    iface_ = w_->add_interface(i);
+    return true;
+  }
+  struct Flow { Endpoint a, b; uint32_t seq_a = 1000, seq_b = 5000; };
+  void handshake(Flow& f) {
+    packet(f, true, 0x02, {});
+    f.seq_a++;
+    packet(f, false, 0x12, {});
+    f.seq_b++;
+    packet(f, true, 0x10, {});
+  }
+  void data(Flow& f, bool from_client, std::span<const uint8_t> bytes) {
+    while (!bytes.empty()) {
+      size_t n = std::min<size_t>(bytes.size(), 65000);
+      packet(f, from_client, 0x18, bytes.first(n));
+      (from_client ? f.seq_a : f.seq_b) += static_cast<uint32_t>(n);
+      bytes = bytes.subspan(n);
+    }
+  }
+  void finish(Flow& f) {
+    packet(f, true, 0x11, {});
+    f.seq_a++;
+    packet(f, false, 0x11, {});
+    f.seq_b++;
+    packet(f, true, 0x10, {});
+  }
+  bool close(std::string& error) {
+    if (!w_) return true;
+    bool ok = error_.empty() && w_->close({}, error);
+    if (!error_.empty()) error = error_;
+    return ok;
+  }
+  bool active() const { return w_ != nullptr; }
+
+ private:
+  void packet(Flow& f, bool from_client, uint8_t flags, std::span<const uint8_t> payload) {
+    const Endpoint& src = from_client ? f.a : f.b;
+    const Endpoint& dst = from_client ? f.b : f.a;
+    buf_.clear();
+    const size_t tcp_len = 20 + payload.size();
+    if (!src.v6) {
+      const size_t total = 20 + tcp_len;
+      buf_.resize(20);
+      buf_[0] = 0x45;
+      wire::store_be16(&buf_[2], static_cast<uint16_t>(total));
+      buf_[8] = 64;
+      buf_[9] = 6;
+      std::memcpy(&buf_[12], src.addr.data(), 4);
+      std::memcpy(&buf_[16], dst.addr.data(), 4);
+      uint32_t sum = 0;
+      for (int i = 0; i < 20; i += 2) sum += wire::load_be16(&buf_[i]);
+      while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+      wire::store_be16(&buf_[10], static_cast<uint16_t>(~sum));
+    } else {
+      buf_.resize(40);
+      buf_[0] = 0x60;
+      wire::store_be16(&buf_[4], static_cast<uint16_t>(tcp_len));
+      buf_[6] = 6;
+      buf_[7] = 64;
+      std::memcpy(&buf_[8], src.addr.data(), 16);
+      std::memcpy(&buf_[24], dst.addr.data(), 16);
+    }
+    size_t t = buf_.size();
+    buf_.resize(t + 20);
+    wire::store_be16(&buf_[t], src.port);
+    wire::store_be16(&buf_[t + 2], dst.port);
+    wire::store_be32(&buf_[t + 4], from_client ? f.seq_a : f.seq_b);
+    wire::store_be32(&buf_[t + 8], flags == 0x02 ? 0 : (from_client ? f.seq_b : f.seq_a));
+    buf_[t + 12] = 0x50;
+    buf_[t + 13] = flags == 0x02 ? 0x02 : static_cast<uint8_t>(flags | 0x10);
+    wire::store_be16(&buf_[t + 14], 65535);
+    buf_.insert(buf_.end(), payload.begin(), payload.end());
+    std::string error;
+    if (error_.empty() && !w_->write_packet(iface_, wall_ns(), buf_, static_cast<uint32_t>(buf_.size()), {}, error))
+      error_ = error;
+  }
+  std::unique_ptr<PcapngWriter> w_;
+  uint32_t iface_ = 0;
+  std::vector<uint8_t> buf_;
+  std::string error_;
+};
+
+// One request/response at a time on a blocking socket with a deadline: the
+// replay's own requests to the target (ApiVersions, Metadata, CreateTopics).
+class Control {
+ public:
+  ~Control() { if (fd_ >= 0) close(fd_); }
+  bool connect_to(const Address& a, double timeout_s, std::string& error) {
+    fd_ = open_socket(a, error);
+    if (fd_ < 0) return false;
+    pollfd p{fd_, POLLOUT, 0};
+    int rc = poll(&p, 1, static_cast<int>(timeout_s * 1000));
+    if (rc <= 0) { error = rc == 0 ? "connect timed out" : strerror(errno); return false; }
+    int err = 0;
+    socklen_t len = sizeof err;
+    getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &len);
+    if (err) { error = strerror(err); return false; }
+    return true;
+  }
+  // Sends `request` (size prefix included) and returns the response message.
+  bool exchange(const std::vector<uint8_t>& request, std::vector<uint8_t>& response, double timeout_s,
+                std::string& error) {
+    const int64_t deadline = now_us() + static_cast<int64_t>(timeout_s * 1e6);
+    size_t off = 0;
+    while (off < request.size()) {
+      ssize_t n = send(fd_, request.data() + off, request.size() - off, MSG_NOSIGNAL);
+      if (n > 0) { off += static_cast<size_t>(n); continue; }
+      if (n < 0 && errno != EAGAIN) { error = std::string("send: ") + strerror(errno); return false; }
+      if (!wait(POLLOUT, deadline, error)) return false;
+    }
+    response.clear();
+    uint8_t buf[65536];
+    while (true) {
+      if (response.size() >= 4 && response.size() >= 4 + wire::load_be32(response.data())) {
+        response.resize(4 + wire::load_be32(response.data()));
+        return true;
+      }
+      ssize_t n = recv(fd_, buf, sizeof buf, 0);
+      if (n > 0) { response.insert(response.end(), buf, buf + n); continue; }
+      if (n == 0) { error = "the target closed the connection"; return false; }
+      if (errno != EAGAIN) { error = std::string("recv: ") + strerror(errno); return false; }
+      if (!wait(POLLIN, deadline, error)) return false;
+    }
+  }
+
+ private:
+  bool wait(short events, int64_t deadline, std::string& error) {
+    int64_t left = deadline - now_us();
+    if (left <= 0) { error = "no answer in time"; return false; }
+    pollfd p{fd_, events, 0};
+    if (poll(&p, 1, static_cast<int>(left / 1000) + 1) < 0 && errno != EINTR) { error = strerror(errno); return false; }
+    return true;
+  }
+  int fd_ = -1;
+};
+
+std::vector<uint8_t> request_header(wire::MessageBuilder& b, int api, int version, int32_t corr, bool flexible) {
+  b.i16(api).i16(version).i32(corr).str("kwire-replay");
+  if (flexible) b.tags0();
+  return {};
+}
+
+struct Topic { std::string name; int32_t partitions = -1; };
+
+// Versions the target supports, per api key: from its ApiVersions response.
+struct TargetInfo {
+  std::unordered_map<int16_t, std::pair<int16_t, int16_t>> versions;
+  bool supports(int16_t api, int16_t v) const {
+    auto it = versions.find(api);
+    return it != versions.end() && v >= it->second.first && v <= it->second.second;
+  }
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+
+namespace {
+
+struct InFlight {
+  uint32_t exchange;
+  int32_t corr;
+  int64_t sent_us;
+  int64_t deadline_us;
+  std::shared_ptr<Frame> recorded_request;  // decoded, as recorded (for learning and translating)
+  std::shared_ptr<std::vector<uint8_t>> bytes;  // as sent, for a retry
+  int attempts = 1;
+  int64_t first_sent_us = 0;
+};
+
+// A request the target answered with a retriable error where the capture
+// shows success: sent again, as the client would, after a back-off.
+struct Retry {
+  InFlight f;
+  int64_t due_us;
+};
+
+// 0: no error code set; 1: only retriable ones; 2: some that are not.
+int error_class(const ProgramSet& ps, const Frame& f) {
+  int c = 0;
+  for (uint32_t i = f.body; f.body && i < f.nodes.size(); ++i) {
+    const Node& n = f.nodes[i];
+    if (n.desc == kDescUnknownTag || n.v.i == 0 || !is_integer(n.type) || !is_error_code_field(ps.field(n.desc))) continue;
+    bool retriable = false;
+    for (size_t k = 0; k < kErrorCodeCount; ++k)
+      if (kErrorCodes[k].code == n.v.i) { retriable = kErrorCodes[k].retriable; break; }
+    c = std::max(c, retriable ? 1 : 2);
+  }
+  return c;
+}
+
+struct LiveConn {
+  const RecordedSession* s = nullptr;
+  size_t result = 0;                 // index in ReplayResult::sessions
+  Address addr;
+  std::string target;
+  int fd = -1;
+  enum class St { Idle, Connecting, Up, Backoff, Done } st = St::Idle;
+  uint32_t next = 0;                 // next exchange to send
+  std::deque<InFlight> inflight;
+  std::vector<uint8_t> out;
+  size_t out_off = 0;
+  std::vector<uint8_t> in;
+  int32_t corr = 0;
+  int64_t wake_us = 0;               // backoff end
+  int64_t down_since_us = -1;
+  int64_t backoff_us = 100000;
+  int64_t last_sent_us = -1;
+  int64_t last_recorded_us = -1;
+  std::vector<size_t> results;       // exchange index -> ExchangeResult index
+  std::vector<bool> settled;         // answered out of turn: a recorded retry the target did not need
+  std::deque<Retry> retries;
+  TrafficWriter::Flow flow;
+  bool filtered_session = false;
+};
+
+class Engine {
+ public:
+  Engine(const ProgramSet& ps, const Recording& rec, const ReplayOptions& o, ReplayResult& out)
+      : ps_(ps), rec_(rec), o_(o), out_(out), dec_(ps), enc_(ps), state_(ps, o.renames),
+        resolved_(rec.responses, false) {}
+
+  bool run(std::string& error);
+
+ private:
+  bool prepare(std::string& error);
+  bool control_setup(const HostPort& hp, const Address& a, bool primary, std::string& error);
+  void start_connect(LiveConn& c, int64_t now);
+  void on_connected(LiveConn& c, int64_t now);
+  void drop(LiveConn& c, int64_t now, const std::string& why);
+  void pump(LiveConn& c, int64_t now, int64_t& wake);
+  bool prepare_request(LiveConn& c, const Exchange& e, uint32_t idx, std::vector<uint8_t>& bytes,
+                       std::shared_ptr<Frame>& recorded_request, bool& skip);
+  void on_readable(LiveConn& c, int64_t now);
+  void on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now);
+  void finish(LiveConn& c, uint32_t idx, Outcome o, std::string note);
+  void resolve(uint64_t seq);
+  bool wanted(const LiveConn& c, const Exchange& e) const;
+  void progress(int64_t now, bool last);
+
+  const ProgramSet& ps_;
+  const Recording& rec_;
+  const ReplayOptions& o_;
+  ReplayResult& out_;
+  FrameDecoder dec_;
+  FrameEncoder enc_;
+  ReplayState state_;
+  std::vector<LiveConn> conns_;
+  std::vector<bool> resolved_;
+  uint64_t prefix_ = 0;              // responses 0..prefix_-1 are all resolved
+  TargetInfo target_;
+  TrafficWriter traffic_;
+  int64_t start_us_ = 0;
+  int64_t t0_recorded_us_ = 0;
+  int64_t t_last_recorded_us_ = 0;
+  uint64_t total_ = 0, done_ = 0, regressions_ = 0;
+  int64_t last_progress_us_ = 0;
+  bool progress_shown_ = false;
+  Frame live_, recorded_resp_;
+  StickyMemory sticky_;
+};
+
+bool Engine::wanted(const LiveConn& c, const Exchange& e) const {
+  if (c.filtered_session) return false;
+  if (!o_.apis.empty()) {
+    const MessageProgram* m = ps_.find(e.api_key, e.api_version, Direction::Request);
+    if (!m || !o_.apis.count(std::string(m->api_name))) return false;
+  }
+  return true;
+}
+
+void Engine::resolve(uint64_t seq) {
+  if (seq == kNoResponse || seq >= resolved_.size() || resolved_[seq]) return;
+  resolved_[seq] = true;
+  while (prefix_ < resolved_.size() && resolved_[prefix_]) ++prefix_;
+}
+
+void Engine::finish(LiveConn& c, uint32_t idx, Outcome o, std::string note) {
+  ExchangeResult& r = out_.exchanges[c.results[idx]];
+  r.outcome = o;
+  if (!note.empty()) r.note = std::move(note);
+  if (o == Outcome::Regression) ++regressions_;
+  ++done_;
+  resolve(c.s->exchanges[idx].response_seq);
+}
+
+bool Engine::control_setup(const HostPort& hp, const Address& a, bool primary, std::string& error) {
+  Control ctl;
+  if (!ctl.connect_to(a, 5, error)) { error = "cannot connect to target " + hp.str() + ": " + error; return false; }
+  std::vector<uint8_t> resp;
+  Frame f;
+  // ApiVersions v3: what the target supports.
+  {
+    wire::MessageBuilder b;
+    request_header(b, 18, 3, 1, true);
+    b.cstr("kwire").cstr(KWIRE_VERSION).tags0();
+    if (!ctl.exchange(b.message(), resp, 10, error)) { error = "target " + hp.str() + " did not answer ApiVersions: " + error; return false; }
+    dec_.decode_response(resp, 18, 3, f);
+    const Node* ec = f.body ? find_field(f, ps_, f.body, "ErrorCode") : nullptr;
+    if (!f.ok() || !ec || ec->v.i != 0) { error = "target " + hp.str() + " answered ApiVersions v3 with an error or garbage: is it a Kafka broker?"; return false; }
+    if (primary || target_.versions.empty())
+      for (uint32_t i = f.body + 1; i < f.nodes.size(); ++i) {
+        const FieldDesc& d = ps_.field(f.nodes[i].desc);
+        if (d.name != "ApiKeys" || f.nodes[i].type != WireType::Array) continue;
+        for (uint32_t el : Children(f, i)) {
+          const Node* k = find_field(f, ps_, el, "ApiKey");
+          const Node* lo = find_field(f, ps_, el, "MinVersion");
+          const Node* hi = find_field(f, ps_, el, "MaxVersion");
+          if (k && lo && hi) target_.versions[static_cast<int16_t>(k->v.i)] = {static_cast<int16_t>(lo->v.i), static_cast<int16_t>(hi->v.i)};
+        }
+        break;
+      }
+  }
+  // Metadata v12, all topics: their ids on the target (and which exist).
+  auto metadata = [&](std::set<std::string>& names) -> bool {
+    wire::MessageBuilder b;
+    request_header(b, 3, 12, 2, true);
+    b.cnull().boolean(false).boolean(false).tags0();
+    if (!ctl.exchange(b.message(), resp, 10, error)) { error = "target " + hp.str() + " did not answer Metadata: " + error; return false; }
+    dec_.decode_response(resp, 3, 12, f);
+    state_.learn_topics(f, true);
+    for (uint32_t i = f.body + 1; i < f.nodes.size(); ++i)
+      if (ps_.field(f.nodes[i].desc).name == "Name" && ps_.field(f.nodes[i].desc).entity == "topicName" && !f.nodes[i].is_null())
+        names.insert(std::string(f.nodes[i].str()));
+    return true;
+  };
+  std::set<std::string> existing;
+  if (!metadata(existing)) return false;
+  if (!primary || !o_.setup) return true;
+  // --setup: topics of the capture (from recorded CreateTopics requests and
+  // Metadata responses) that the target lacks, except those the replay itself
+  // creates and the internal topics brokers make for streams groups.
+  std::map<std::string, int32_t> wanted;
+  std::set<std::string> made_by_replay;
+  Frame q;
+  for (const auto& s : rec_.sessions)
+    for (const auto& e : s.exchanges) {
+      const MessageProgram* m = ps_.find(e.api_key, e.api_version, Direction::Request);
+      if (!m) continue;
+      if (m->api_name == "CreateTopics" || m->api_name == "StreamsGroupHeartbeat") {
+        dec_.decode_request(e.request, q);
+        for (uint32_t i = q.body + 1; i < q.nodes.size(); ++i) {
+          const FieldDesc& d = ps_.field(q.nodes[i].desc);
+          if (d.entity == "topicName" && d.type == WireType::String && !q.nodes[i].is_null() &&
+              (m->api_name == "CreateTopics" || node_path(q, ps_, i).find("ChangelogTopics") != std::string::npos ||
+               node_path(q, ps_, i).find("RepartitionSourceTopics") != std::string::npos))
+            made_by_replay.insert(std::string(q.nodes[i].str()));
+        }
+      }
+      if (m->api_name == "Metadata" && !e.response.empty()) {
+        dec_.decode_response(e.response, e.api_key, e.api_version, q);
+        if (!q.body) continue;
+        for (uint32_t i = q.body + 1; i < q.nodes.size(); ++i) {
+          if (q.nodes[i].type != WireType::Struct || !(q.nodes[i].flags & kElement)) continue;
+          const Node* name = find_field(q, ps_, i, "Name");
+          const Node* err = find_field(q, ps_, i, "ErrorCode");
+          const Node* parts = find_field(q, ps_, i, "Partitions");
+          if (!name || name->is_null() || !err || err->v.i != 0 || !parts || parts->type != WireType::Array) continue;
+          if (ps_.field(name->desc).entity != "topicName") continue;
+          wanted[std::string(name->str())] = std::max<int32_t>(wanted[std::string(name->str())], static_cast<int32_t>(parts->aux));
+        }
+      }
+    }
+  std::vector<Topic> create;
+  for (auto& [name, n] : wanted) {
+    std::string live = o_.renames.topic_prefix + name;
+    if (name.starts_with("__") || made_by_replay.count(name) || existing.count(live)) continue;
+    create.push_back({live, n});
+  }
+  if (create.empty()) { out_.notes.push_back("setup: the target has every topic the capture uses"); return true; }
+  wire::MessageBuilder b;
+  request_header(b, 19, 7, 3, true);
+  b.carr(create.size());
+  for (const auto& t : create) b.cstr(t.name).i32(t.partitions).i16(-1).carr(0).carr(0).tags0();
+  b.i32(30000).boolean(false).tags0();
+  if (!ctl.exchange(b.message(), resp, 40, error)) { error = "setup: CreateTopics failed: " + error; return false; }
+  dec_.decode_response(resp, 19, 7, f);
+  std::string made;
+  for (uint32_t i = f.body + 1; i < f.nodes.size(); ++i) {
+    if (f.nodes[i].type != WireType::Struct || !(f.nodes[i].flags & kElement)) continue;
+    const Node* name = find_field(f, ps_, i, "Name");
+    const Node* err = find_field(f, ps_, i, "ErrorCode");
+    if (!name || !err) continue;
+    if (err->v.i != 0 && err->v.i != 36 /* TOPIC_ALREADY_EXISTS */) {
+      error = "setup: the target refused to create topic " + std::string(name->str()) + " (error " + std::to_string(err->v.i) + ")";
+      return false;
+    }
+    made += (made.empty() ? "" : ", ") + std::string(name->str());
+  }
+  out_.notes.push_back("setup: created " + made);
+  std::set<std::string> again;
+  return metadata(again);
+}
+
+bool Engine::prepare(std::string& error) {
+  // Targets: each recorded broker maps to --map's entry or to --target.
+  std::map<std::string, std::pair<HostPort, Address>> targets;
+  auto target_of = [&](const Endpoint& broker) -> std::pair<HostPort, Address>* {
+    auto m = o_.map.find(broker.str());
+    const HostPort& hp = m != o_.map.end() ? m->second : o_.target;
+    auto it = targets.find(hp.str());
+    if (it != targets.end()) return &it->second;
+    Address a;
+    if (!resolve_address(hp, a, error)) return nullptr;
+    return &targets.emplace(hp.str(), std::make_pair(hp, a)).first->second;
+  };
+  // The default target is checked first: a replay that cannot reach it cannot run.
+  {
+    Address a;
+    if (!resolve_address(o_.target, a, error)) return false;
+    targets.emplace(o_.target.str(), std::make_pair(o_.target, a));
+    if (!control_setup(o_.target, a, true, error)) return false;
+  }
+  for (const auto& entry : o_.map) {
+    const HostPort& to = entry.second;
+    Address a;
+    if (!resolve_address(to, a, error)) return false;
+    if (to.str() != o_.target.str() && !control_setup(to, a, false, error)) return false;
+  }
+  // Recorded topic ids, from every recorded response.
+  {
+    Frame f;
+    for (const auto& s : rec_.sessions)
+      for (const auto& e : s.exchanges)
+        if (!e.response.empty()) {
+          dec_.decode_response(e.response, e.api_key, e.api_version, f);
+          state_.learn_topics(f, false);
+        }
+  }
+  int64_t first = INT64_MAX, last = 0;
+  conns_.reserve(rec_.sessions.size());
+  for (const auto& s : rec_.sessions) {
+    SessionResult sr;
+    sr.id = s.id;
+    sr.client = s.client.str();
+    sr.broker = s.broker.str();
+    sr.client_id = s.client_id;
+    sr.skip = s.skip;
+    if (!s.sasl_mechanism.empty() && s.sasl_mechanism == "PLAIN" && !o_.sasl_plain_user.empty() &&
+        s.skip.starts_with("authenticates"))
+      sr.skip.clear();
+    LiveConn c;
+    c.s = &s;
+    c.result = out_.sessions.size();
+    auto* t = target_of(s.broker);
+    if (!t) return false;
+    c.addr = t->second;
+    c.target = t->first.str();
+    sr.target = c.target;
+    if (!o_.conns.empty() && !o_.conns.count(s.id)) c.filtered_session = true, sr.skip = "not chosen (--conn)";
+    if (!o_.groups.empty() && !c.filtered_session) {
+      // A session is chosen when one of its requests names one of the groups.
+      bool hit = false;
+      Frame f;
+      for (const auto& e : s.exchanges) {
+        dec_.decode_request(e.request, f);
+        for (uint32_t i = f.body ? f.body + 1 : f.nodes.size(); i < f.nodes.size() && !hit; ++i)
+          if (ps_.field(f.nodes[i].desc).entity == "groupId" && f.nodes[i].type == WireType::String &&
+              !f.nodes[i].is_null() && o_.groups.count(std::string(f.nodes[i].str())))
+            hit = true;
+        if (hit) break;
+      }
+      if (!hit) c.filtered_session = true, sr.skip = "names none of the groups (--group)";
+    }
+    if (!sr.skip.empty() && !c.filtered_session) c.filtered_session = true;
+    out_.sessions.push_back(sr);
+    for (uint32_t i = 0; i < s.exchanges.size(); ++i) {
+      const Exchange& e = s.exchanges[i];
+      ExchangeResult r;
+      r.session = s.id;
+      r.index = i;
+      r.frame = e.frame;
+      r.response_frame = e.response_frame;
+      r.api_key = e.api_key;
+      r.api_version = e.api_version;
+      const MessageProgram* m = ps_.find(e.api_key, e.api_version, Direction::Request);
+      r.api_name = m ? std::string(m->api_name) : "api " + std::to_string(e.api_key);
+      if (e.response_us >= 0) r.recorded_latency_us = e.response_us - e.request_us;
+      c.results.push_back(out_.exchanges.size());
+      c.settled.push_back(false);
+      out_.exchanges.push_back(std::move(r));
+      if (wanted(c, e)) {
+        ++total_;
+        first = std::min(first, e.request_us);
+        last = std::max(last, e.request_us);
+      }
+    }
+    conns_.push_back(std::move(c));
+  }
+  t0_recorded_us_ = first == INT64_MAX ? 0 : first;
+  t_last_recorded_us_ = last;
+  if (!o_.record_out.empty() && !traffic_.open(o_.record_out, error)) return false;
+  return true;
+}
+
+void Engine::start_connect(LiveConn& c, int64_t now) {
+  std::string error;
+  c.fd = open_socket(c.addr, error);
+  c.in.clear();
+  c.out.clear();
+  c.out_off = 0;
+  if (c.fd < 0) {
+    c.st = LiveConn::St::Backoff;
+    if (c.down_since_us < 0) c.down_since_us = now;
+    c.wake_us = now + c.backoff_us;
+    c.backoff_us = std::min<int64_t>(c.backoff_us * 2, 2000000);
+    return;
+  }
+  c.st = LiveConn::St::Connecting;
+}
+
+void Engine::on_connected(LiveConn& c, int64_t /*now*/) {
+  c.st = LiveConn::St::Up;
+  c.down_since_us = -1;
+  c.backoff_us = 100000;
+  if (traffic_.active()) {
+    sockaddr_storage local{}, peer{};
+    socklen_t l = sizeof local, p = sizeof peer;
+    getsockname(c.fd, reinterpret_cast<sockaddr*>(&local), &l);
+    getpeername(c.fd, reinterpret_cast<sockaddr*>(&peer), &p);
+    c.flow = TrafficWriter::Flow{endpoint_of(local), endpoint_of(peer)};
+    traffic_.handshake(c.flow);
+  }
+}
+
+void Engine::drop(LiveConn& c, int64_t now, const std::string& why) {
+  if (c.fd >= 0) {
+    if (traffic_.active() && c.st == LiveConn::St::Up) traffic_.finish(c.flow);
+    close(c.fd);
+    c.fd = -1;
+  }
+  for (const InFlight& f : c.inflight) finish(c, f.exchange, Outcome::Unanswered, why);
+  c.inflight.clear();
+  for (const Retry& r : c.retries) finish(c, r.f.exchange, Outcome::Unanswered, why + " (while retrying)");
+  c.retries.clear();
+  if (c.next >= c.s->exchanges.size()) { c.st = LiveConn::St::Done; return; }
+  ++out_.sessions[c.result].reconnects;
+  c.st = LiveConn::St::Backoff;
+  if (c.down_since_us < 0) c.down_since_us = now;
+  c.wake_us = now + c.backoff_us;
+  c.backoff_us = std::min<int64_t>(c.backoff_us * 2, 2000000);
+}
+
+bool Engine::prepare_request(LiveConn& c, const Exchange& e, uint32_t idx, std::vector<uint8_t>& bytes,
+                             std::shared_ptr<Frame>& recorded_request, bool& skip) {
+  auto req = std::make_shared<Frame>();
+  dec_.decode_request(e.request, *req);
+  recorded_request = req;
+  const int32_t corr = ++c.corr;
+  if (!req->ok() || !req->program) {
+    // Not decodable as recorded: sent as it was, with the new correlation id.
+    bytes = e.request;
+    if (bytes.size() >= 12) wire::store_be32(bytes.data() + 8, static_cast<uint32_t>(corr));
+    return true;
+  }
+  Frame edited;
+  dec_.decode_request(e.request, edited);
+  ExchangeResult& r = out_.exchanges[c.results[idx]];
+  r.substitutions = state_.rewrite_request(edited, c.s->id);
+  // SASL/PLAIN with the given credentials.
+  if (edited.program->api_name == "SaslAuthenticate" && !o_.sasl_plain_user.empty()) {
+    for (uint32_t i = edited.body + 1; i < edited.nodes.size(); ++i)
+      if (ps_.field(edited.nodes[i].desc).name == "AuthBytes") {
+        std::string token = std::string(1, '\0') + o_.sasl_plain_user + std::string(1, '\0') + o_.sasl_plain_password;
+        std::string_view s = edited.own(token);
+        edited.nodes[i].v.p = reinterpret_cast<const uint8_t*>(s.data());
+        edited.nodes[i].aux = static_cast<uint32_t>(s.size());
+      }
+  }
+  if (o_.on_request) {
+    std::string error;
+    if (!o_.on_request(edited, e.frame, c.s->client.str() + "->" + c.s->broker.str(), skip, error)) {
+      r.note = "script: " + error;
+      skip = true;
+      return false;
+    }
+    if (skip) return true;
+  }
+  for (uint32_t i = 1; i < edited.nodes.size() && i < edited.nodes[0].end; ++i)
+    if (ps_.field(edited.nodes[i].desc).name == "CorrelationId") edited.nodes[i].v.i = corr;
+  edited.correlation_id = corr;
+  bytes.clear();
+  std::string error;
+  if (!enc_.encode(edited, bytes, error)) {
+    r.note = "cannot encode the rewritten request: " + error;
+    return false;
+  }
+  return true;
+}
+
+void Engine::pump(LiveConn& c, int64_t now, int64_t& wake) {
+  const auto& ex = c.s->exchanges;
+  if (c.st == LiveConn::St::Up)
+    while (!c.retries.empty() && c.retries.front().due_us <= now) {
+      Retry r = std::move(c.retries.front());
+      c.retries.pop_front();
+      r.f.corr = ++c.corr;
+      wire::store_be32(r.f.bytes->data() + 8, static_cast<uint32_t>(r.f.corr));
+      r.f.sent_us = now;
+      r.f.deadline_us = now + static_cast<int64_t>(o_.timeout_s * 1e6);
+      c.out.insert(c.out.end(), r.f.bytes->begin(), r.f.bytes->end());
+      if (traffic_.active()) traffic_.data(c.flow, true, *r.f.bytes);
+      c.inflight.push_back(std::move(r.f));
+    }
+  if (!c.retries.empty()) wake = std::min(wake, c.retries.front().due_us);
+  while (c.next < ex.size()) {
+    const uint32_t idx = c.next;
+    const Exchange& e = ex[idx];
+    if (c.settled[idx]) { ++c.next; continue; }
+    if (!wanted(c, e)) {
+      ExchangeResult& r = out_.exchanges[c.results[idx]];
+      r.outcome = Outcome::Skipped;
+      if (r.note.empty()) r.note = out_.sessions[c.result].skip.empty() ? "not chosen" : out_.sessions[c.result].skip;
+      resolve(e.response_seq);
+      ++c.next;
+      continue;
+    }
+    if (!target_.versions.empty() && !target_.supports(e.api_key, e.api_version)) {
+      auto it = target_.versions.find(e.api_key);
+      finish(c, idx, Outcome::Unsupported,
+             it == target_.versions.end()
+                 ? "the target does not support this api"
+                 : "the target supports v" + std::to_string(it->second.first) + "-v" + std::to_string(it->second.second));
+      ++c.next;
+      continue;
+    }
+    if (c.st == LiveConn::St::Idle) { start_connect(c, now); return; }
+    if (c.st == LiveConn::St::Backoff) {
+      if (now - c.down_since_us > static_cast<int64_t>(o_.reconnect_s * 1e6)) {
+        // Given up: the rest of the session is reported, not sent.
+        out_.target_lost = true;
+        for (uint32_t i = c.next; i < ex.size(); ++i)
+          if (wanted(c, ex[i])) finish(c, i, Outcome::Unanswered, "not sent: the target " + c.target + " stayed unreachable");
+          else resolve(ex[i].response_seq);
+        c.next = static_cast<uint32_t>(ex.size());
+        c.st = LiveConn::St::Done;
+        return;
+      }
+      if (now >= c.wake_us) start_connect(c, now);
+      else wake = std::min(wake, c.wake_us);
+      return;
+    }
+    if (c.st != LiveConn::St::Up) return;
+    if (e.after > prefix_) return;  // an earlier response of the capture is still awaited
+    if (c.inflight.size() + 1 > std::max<uint32_t>(e.depth, 1)) return;
+    if (o_.timing == ReplayOptions::Timing::Recorded) {
+      int64_t due = start_us_ + static_cast<int64_t>((e.request_us - t0_recorded_us_) / o_.speed);
+      if (now < due) { wake = std::min(wake, due); return; }
+    }
+    std::vector<uint8_t> bytes;
+    std::shared_ptr<Frame> recorded_request;
+    bool skip = false;
+    bool ok = prepare_request(c, e, idx, bytes, recorded_request, skip);
+    ++c.next;
+    if (!ok) { finish(c, idx, Outcome::Skipped, {}); continue; }
+    if (skip) {
+      ExchangeResult& r = out_.exchanges[c.results[idx]];
+      if (r.note.empty()) r.note = "the script skipped it";
+      finish(c, idx, Outcome::Skipped, {});
+      continue;
+    }
+    c.out.insert(c.out.end(), bytes.begin(), bytes.end());
+    if (traffic_.active()) traffic_.data(c.flow, true, bytes);
+    if (o_.timing == ReplayOptions::Timing::Recorded && c.last_sent_us >= 0) {
+      double replayed = (now - c.last_sent_us) / 1000.0;
+      double recorded = (e.request_us - c.last_recorded_us) / 1000.0 / o_.speed;
+      out_.gap_errors_ms.push_back(std::fabs(replayed - recorded));
+    }
+    c.last_sent_us = now;
+    c.last_recorded_us = e.request_us;
+    if (!e.expects_response || e.response.empty()) {
+      // Nothing to compare: no response expected (acks=0), or none in the capture.
+      if (e.expects_response) {
+        InFlight f{idx, c.corr, now, now + static_cast<int64_t>(o_.timeout_s * 1e6), recorded_request, std::make_shared<std::vector<uint8_t>>(bytes), 1, now};
+        c.inflight.push_back(std::move(f));
+      } else {
+        finish(c, idx, Outcome::NotExpected, "no response expected (acks=0)");
+      }
+      continue;
+    }
+    int64_t timeout = std::max<int64_t>(static_cast<int64_t>(o_.timeout_s * 1e6),
+                                        2 * (e.response_us - e.request_us) + 1000000);
+    c.inflight.push_back({idx, c.corr, now, now + timeout, recorded_request,
+                          std::make_shared<std::vector<uint8_t>>(std::move(bytes)), 1, now});
+  }
+  if (c.next >= ex.size() && c.inflight.empty() && c.retries.empty() && c.st != LiveConn::St::Done) {
+    if (c.fd >= 0) {
+      if (traffic_.active() && c.st == LiveConn::St::Up) traffic_.finish(c.flow);
+      close(c.fd);
+      c.fd = -1;
+    }
+    c.st = LiveConn::St::Done;
+  }
+}
+
+void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now) {
+  if (msg.size() < 8) return;
+  const int32_t corr = static_cast<int32_t>(wire::load_be32(msg.data() + 4));
+  auto it = std::find_if(c.inflight.begin(), c.inflight.end(), [&](const InFlight& f) { return f.corr == corr; });
+  if (it == c.inflight.end()) return;  // a late answer to a request given up on
+  InFlight f = std::move(*it);
+  c.inflight.erase(it);
+  const Exchange& e = c.s->exchanges[f.exchange];
+  ExchangeResult& r = out_.exchanges[c.results[f.exchange]];
+  r.live_latency_us = now - f.sent_us;
+  dec_.decode_response(msg, e.api_key, e.api_version, live_);
+  if (e.response.empty()) {
+    finish(c, f.exchange, Outcome::NotExpected, "the capture has no response to compare with");
+    state_.learn_topics(live_, true);
+    return;
+  }
+  dec_.decode_response(e.response, e.api_key, e.api_version, recorded_resp_);
+  const int live_class = error_class(ps_, live_);
+  int recorded_class = error_class(ps_, recorded_resp_);
+  if (live_class == 1 && recorded_class == 0 && live_.ok() &&
+      now - f.first_sent_us < static_cast<int64_t>(o_.timeout_s * 1e6) && f.attempts < 100) {
+    // The target is not ready where the recorded broker was (a coordinator
+    // loading, a leader being elected): ask again, as the client would.
+    ++f.attempts;
+    r.note = "answered after " + std::to_string(f.attempts) + " attempts (retriable errors before)";
+    int64_t backoff = std::min<int64_t>(50000LL << std::min(f.attempts, 5), 1000000);
+    c.retries.push_back({std::move(f), now + backoff});
+    return;
+  }
+  if (recorded_class == 1 && live_class == 0) {
+    // The capture shows a retriable error here and the client's retries after
+    // it; the target answered at once. Compare with the recorded answer to the
+    // last retry, and do not send the retries.
+    for (uint32_t k = f.exchange + 1; k < c.s->exchanges.size(); ++k) {
+      const Exchange& later = c.s->exchanges[k];
+      if (later.api_key != e.api_key || k < c.next || later.response.empty()) continue;
+      Frame probe;
+      dec_.decode_response(later.response, later.api_key, later.api_version, probe);
+      const int cls = error_class(ps_, probe);
+      ExchangeResult& lr = out_.exchanges[c.results[k]];
+      lr.note = "a retry in the capture; the target answered the first attempt (frame " + std::to_string(e.frame) + ")";
+      c.settled[k] = true;
+      lr.outcome = Outcome::Skipped;
+      resolve(later.response_seq);
+      if (cls == 1) continue;
+      dec_.decode_response(later.response, later.api_key, later.api_version, recorded_resp_);
+      recorded_class = cls;
+      r.note = "the capture shows retriable errors here; compared with the recorded answer to its retry, frame " +
+               std::to_string(later.response_frame);
+      break;
+    }
+  }
+  state_.learn(*f.recorded_request, recorded_resp_, live_, c.s->id);
+  state_.translate_response(recorded_resp_, *f.recorded_request, c.s->id);
+  if (!live_.ok()) {
+    r.differences.push_back({"", "\"a response that decodes\"", "\"" + live_.errors.front().reason + "\"", "", false});
+  }
+  compare(ps_, recorded_resp_, live_, o_.compare, r.differences, &sticky_, std::to_string(c.s->id));
+  if (o_.on_response) {
+    std::vector<std::pair<std::string, std::string>> add;
+    std::string error;
+    if (!o_.on_response(live_, recorded_resp_, e.frame, c.s->client.str() + "->" + c.s->broker.str(), add, error)) {
+      r.differences.push_back({"", "\"script\"", "\"" + error + "\"", "script error", false});
+    }
+    std::vector<ExpectRule> rules;
+    for (auto& [path, value] : add) {
+      ExpectRule er;
+      std::string perr;
+      if (!parse_pattern(path, er.pattern, perr)) { r.differences.push_back({path, "\"valid path\"", "\"" + perr + "\"", "script expect", false}); continue; }
+      er.path = path;
+      er.value = value;
+      rules.push_back(std::move(er));
+    }
+    check_expectations(ps_, live_, rules, r.differences);
+  }
+  bool regression = false, any = false;
+  for (const auto& d : r.differences) { any = true; if (!d.ignored) regression = true; }
+  finish(c, f.exchange, regression ? Outcome::Regression : any ? Outcome::IgnoredOnly : Outcome::Same, {});
+}
+
+void Engine::on_readable(LiveConn& c, int64_t now) {
+  uint8_t buf[1 << 16];
+  while (true) {
+    ssize_t n = recv(c.fd, buf, sizeof buf, 0);
+    if (n > 0) {
+      if (traffic_.active()) traffic_.data(c.flow, false, {buf, static_cast<size_t>(n)});
+      c.in.insert(c.in.end(), buf, buf + n);
+      size_t off = 0;
+      while (c.in.size() - off >= 4) {
+        uint32_t size = wire::load_be32(c.in.data() + off);
+        if (size > (256u << 20)) { drop(c, now, "the target sent an implausible size prefix"); return; }
+        if (c.in.size() - off < 4 + size) break;
+        on_response(c, {c.in.data() + off, 4 + size}, now);
+        off += 4 + size;
+      }
+      c.in.erase(c.in.begin(), c.in.begin() + static_cast<ptrdiff_t>(off));
+      continue;
+    }
+    if (n == 0) { drop(c, now, "the target closed the connection"); return; }
+    if (errno == EAGAIN || errno == EINTR) return;
+    drop(c, now, std::string("connection error: ") + strerror(errno));
+    return;
+  }
+}
+
+void Engine::progress(int64_t now, bool last) {
+  if (!o_.progress) return;
+  if (!last && now - last_progress_us_ < 250000) return;
+  last_progress_us_ = now;
+  double elapsed = (now - start_us_) / 1e6;
+  double left = 0;
+  if (o_.timing == ReplayOptions::Timing::Recorded)
+    left = std::max(0.0, (t_last_recorded_us_ - t0_recorded_us_) / 1e6 / o_.speed - elapsed);
+  else if (done_ > 0)
+    left = elapsed / static_cast<double>(done_) * static_cast<double>(total_ - std::min(total_, done_));
+  char line[160];
+  snprintf(line, sizeof line, "\rkwire replay: %llu/%llu requests, %llu regressions, %.0f s left   ",
+           static_cast<unsigned long long>(done_), static_cast<unsigned long long>(total_),
+           static_cast<unsigned long long>(regressions_), left);
+  std::cerr << line << (last ? "\n" : "") << std::flush;
+  progress_shown_ = true;
+}
+
+bool Engine::run(std::string& error) {
+  if (!prepare(error)) return false;
+  start_us_ = now_us();
+  rusage ru0{};
+  getrusage(RUSAGE_SELF, &ru0);
+  std::vector<pollfd> fds;
+  std::vector<size_t> owner;
+  while (true) {
+    int64_t now = now_us();
+    int64_t wake = now + 100000;
+    bool open = false;
+    for (auto& c : conns_) {
+      if (c.st == LiveConn::St::Done) continue;
+      pump(c, now, wake);
+      // Timeouts: the oldest request in flight.
+      if (!c.inflight.empty()) {
+        int64_t dl = c.inflight.front().deadline_us;
+        for (const auto& f : c.inflight) dl = std::min(dl, f.deadline_us);
+        if (now >= dl) drop(c, now, "no response within the timeout");
+        else wake = std::min(wake, dl);
+      }
+      if (c.st != LiveConn::St::Done) open = true;
+    }
+    if (!open) break;
+    fds.clear();
+    owner.clear();
+    for (size_t i = 0; i < conns_.size(); ++i) {
+      LiveConn& c = conns_[i];
+      if (c.fd < 0) continue;
+      short ev = 0;
+      if (c.st == LiveConn::St::Connecting || c.out_off < c.out.size()) ev |= POLLOUT;
+      if (c.st == LiveConn::St::Up) ev |= POLLIN;
+      fds.push_back({c.fd, ev, 0});
+      owner.push_back(i);
+    }
+    int timeout_ms = static_cast<int>(std::max<int64_t>(0, (wake - now_us() + 999) / 1000));
+    if (poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) { error = std::string("poll: ") + strerror(errno); return false; }
+    now = now_us();
+    for (size_t k = 0; k < fds.size(); ++k) {
+      LiveConn& c = conns_[owner[k]];
+      if (c.fd != fds[k].fd || !fds[k].revents) continue;
+      if (c.st == LiveConn::St::Connecting) {
+        int err = 0;
+        socklen_t len = sizeof err;
+        getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &err, &len);
+        if (err) {
+          close(c.fd);
+          c.fd = -1;
+          c.st = LiveConn::St::Idle;
+          drop(c, now, std::string("cannot connect to ") + c.target + ": " + strerror(err));
+          continue;
+        }
+        on_connected(c, now);
+      }
+      if ((fds[k].revents & (POLLIN | POLLHUP | POLLERR)) && c.st == LiveConn::St::Up) on_readable(c, now);
+      if (c.fd >= 0 && c.out_off < c.out.size()) {
+        ssize_t n = send(c.fd, c.out.data() + c.out_off, c.out.size() - c.out_off, MSG_NOSIGNAL);
+        if (n > 0) {
+          c.out_off += static_cast<size_t>(n);
+          if (c.out_off == c.out.size()) { c.out.clear(); c.out_off = 0; }
+        } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+          drop(c, now, std::string("send failed: ") + strerror(errno));
+        }
+      }
+    }
+    // Anything written into out this round goes out at once.
+    for (auto& c : conns_) {
+      if (c.fd < 0 || c.st != LiveConn::St::Up || c.out_off >= c.out.size()) continue;
+      ssize_t n = send(c.fd, c.out.data() + c.out_off, c.out.size() - c.out_off, MSG_NOSIGNAL);
+      if (n > 0) {
+        c.out_off += static_cast<size_t>(n);
+        if (c.out_off == c.out.size()) { c.out.clear(); c.out_off = 0; }
+      }
+    }
+    progress(now, false);
+  }
+  progress(now_us(), true);
+  rusage ru1{};
+  getrusage(RUSAGE_SELF, &ru1);
+  auto secs = [](const timeval& t) { return t.tv_sec + t.tv_usec / 1e6; };
+  out_.cpu_s = secs(ru1.ru_utime) - secs(ru0.ru_utime) + secs(ru1.ru_stime) - secs(ru0.ru_stime);
+  out_.wall_s = (now_us() - start_us_) / 1e6;
+  if (state_.learned()) out_.notes.push_back("learned " + std::to_string(state_.learned()) + " values from the target's responses");
+  std::string werr;
+  if (!traffic_.close(werr)) { error = "--record-out: " + werr; return false; }
+  return true;
+}
+
+}  // namespace
+
+bool run_replay(const ProgramSet& ps, const Recording& rec, const ReplayOptions& opts, ReplayResult& out,
+                std::string& error) {
+  Engine e(ps, rec, opts, out);
+  return e.run(error);
+}
+
+}  // namespace kwire::replay

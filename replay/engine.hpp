@@ -1,0 +1,108 @@
+// kwire replay's engine: re-sends the requests of recorded client sessions to
+// a target broker, one live connection per recorded one, keeping their order,
+// pipelining depth and (optionally) recorded timing; substitutes what the
+// target hands out (ReplayState); compares every live response with the
+// recorded one; reports the differences.
+//
+// One thread, non-blocking sockets and poll(). Request i of the capture is
+// sent only after every response the capture shows before it has been
+// answered (or given up) in the replay, so a value the client echoes has
+// been learned before it is needed.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "dissector/protocol/frame.hpp"
+#include "dissector/protocol/program.hpp"
+#include "replay/compare.hpp"
+#include "replay/recording.hpp"
+#include "replay/state.hpp"
+
+namespace kwire::replay {
+
+struct HostPort {
+  std::string host;
+  uint16_t port = 0;
+  std::string str() const;
+};
+bool parse_host_port(const std::string& s, HostPort& out, std::string& error);
+
+struct ReplayOptions {
+  HostPort target;                             // --target: every recorded broker by default
+  std::map<std::string, HostPort> map;         // --map: recorded "addr:port" -> target
+  enum class Timing { Recorded, Fast } timing = Timing::Recorded;
+  double speed = 1.0;                          // --speed: recorded gaps divided by this
+  std::set<std::string> apis;                  // --api: only these requests (names, exact)
+  std::set<std::string> groups;                // --group: only sessions that name one of these groups
+  std::set<uint32_t> conns;                    // --conn: only these session numbers
+  RenameOptions renames;
+  bool setup = false;                          // --setup: create the capture's topics the target lacks
+  CompareOptions compare;
+  double timeout_s = 30;                       // per request, at least twice the recorded latency
+  double reconnect_s = 10;                     // give a connection up after this long unreachable
+  std::string sasl_plain_user, sasl_plain_password;  // SASL/PLAIN sessions are replayed with these
+  std::string record_out;                      // --record-out: the replay's own traffic, pcapng
+  bool progress = false;                       // a status line on stderr
+  // --script hooks (see replay/script.hpp). on_request may edit the frame or
+  // set skip; on_response may add expectations (path, value).
+  std::function<bool(Frame& request, uint64_t frame, const std::string& conn, bool& skip, std::string& error)> on_request;
+  std::function<bool(const Frame& live, const Frame& recorded, uint64_t frame, const std::string& conn,
+                     std::vector<std::pair<std::string, std::string>>& expect, std::string& error)>
+      on_response;
+};
+
+enum class Outcome : uint8_t {
+  Same,          // equal field by field
+  IgnoredOnly,   // differs only in fields the ignore rules cover
+  Regression,    // differs in other fields, or misses an expectation
+  Unanswered,    // sent, but no response came (closed, timed out, target gone)
+  Unsupported,   // the target does not support this api version: not sent
+  Skipped,       // not sent: filtered, the session cannot be replayed, the script said so
+  NotExpected,   // no response expected (Produce acks=0) or none recorded: not compared
+};
+std::string_view outcome_name(Outcome o);
+
+struct ExchangeResult {
+  uint32_t session = 0;
+  uint32_t index = 0;         // in the session's exchanges
+  uint64_t frame = 0;         // recorded request's packet number
+  uint64_t response_frame = 0;
+  int16_t api_key = -1, api_version = -1;
+  std::string api_name;
+  Outcome outcome = Outcome::Skipped;
+  std::string note;           // why unanswered / skipped / unsupported
+  int64_t live_latency_us = -1;
+  int64_t recorded_latency_us = -1;
+  std::vector<Difference> differences;  // regressions first use; ignored ones kept for the count
+  int substitutions = 0;
+};
+
+struct SessionResult {
+  uint32_t id = 0;
+  std::string client, broker, target, client_id;
+  std::string skip;           // why the session was not replayed
+  uint32_t reconnects = 0;
+};
+
+struct ReplayResult {
+  std::vector<SessionResult> sessions;
+  std::vector<ExchangeResult> exchanges;
+  std::vector<double> gap_errors_ms;   // |replayed gap - recorded gap / speed|, recorded timing only
+  std::vector<std::string> notes;      // setup, learned state, reconnects
+  double wall_s = 0;
+  double cpu_s = 0;
+  bool target_lost = false;
+};
+
+// Runs the replay. False with `error` when it cannot run at all (target
+// unreachable at the start, --record-out cannot be written); the result then
+// holds what it knew.
+bool run_replay(const ProgramSet& ps, const Recording& rec, const ReplayOptions& opts, ReplayResult& out,
+                std::string& error);
+
+}  // namespace kwire::replay

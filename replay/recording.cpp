@@ -1,0 +1,129 @@
+#include "replay/recording.hpp"
+
+#include <unordered_map>
+
+#include "dissector/protocol/frame.hpp"
+#include "recorder/capture.hpp"
+
+namespace kwire::replay {
+
+namespace {
+
+int64_t micros(const PacketMeta& m) { return m.ts_sec * 1000000 + m.ts_usec; }
+
+class Collector : public FrameHandler {
+ public:
+  Collector(const ProgramSet& ps, Recording& out) : ps_(ps), out_(out) {}
+
+  void on_connection_start(const TcpConnection& c) override { open_[c.id] = Open{}; }
+
+  void on_verdict(const TcpConnection& c, bool kafka, const Endpoint& client) override {
+    if (!kafka) { ++out_.not_kafka; return; }
+    Open& o = open_[c.id];
+    if (o.session != SIZE_MAX) return;
+    o.session = out_.sessions.size();
+    RecordedSession& s = out_.sessions.emplace_back();
+    s.id = static_cast<uint32_t>(out_.sessions.size());
+    s.client = client;
+    s.broker = client == c.client ? c.server : c.client;
+    s.midstream = !c.saw_syn;
+  }
+
+  void on_frame(const FrameContext& ctx, const Frame& f) override {
+    if (!ctx.conn) return;
+    auto it = open_.find(ctx.conn->id);
+    if (it == open_.end() || it->second.session == SIZE_MAX) return;
+    Open& o = it->second;
+    RecordedSession& s = out_.sessions[o.session];
+    if (ctx.not_kafka) {
+      if (s.skip.empty()) s.skip = ctx.note.empty() ? "carries bytes that are not Kafka" : ctx.note;
+      return;
+    }
+    if (f.direction == Direction::Request) request(s, o, ctx, f);
+    else response(s, o, ctx, f);
+  }
+
+  void on_skip(const FrameContext& ctx, uint64_t length, const std::string& reason) override {
+    if (!ctx.conn) return;
+    auto it = open_.find(ctx.conn->id);
+    if (it == open_.end() || it->second.session == SIZE_MAX) return;
+    RecordedSession& s = out_.sessions[it->second.session];
+    s.midstream = true;
+    out_.notes.push_back("session " + std::to_string(s.id) + ": " + std::to_string(length) +
+                         " bytes at stream offset " + std::to_string(ctx.stream_offset) + " are in no message (" +
+                         reason + ")");
+  }
+
+  void on_capture_error(const PacketMeta& meta, const std::string& where, const std::string& reason) override {
+    out_.notes.push_back("packet " + std::to_string(meta.number) + ": " + where + ": " + reason);
+  }
+
+  void on_connection_end(const TcpConnection& c) override { open_.erase(c.id); }
+
+ private:
+  struct Open {
+    size_t session = SIZE_MAX;
+    std::unordered_map<int32_t, size_t> pending;  // correlation id -> exchange
+  };
+
+  void request(RecordedSession& s, Open& o, const FrameContext& ctx, const Frame& f) {
+    Exchange& e = s.exchanges.emplace_back();
+    e.frame = ctx.packet.number;
+    e.request_us = micros(ctx.packet);
+    e.api_key = f.api_key;
+    e.api_version = f.api_version;
+    e.correlation_id = f.correlation_id;
+    e.malformed = !f.ok() || !f.program;
+    e.request.assign(f.message.begin(), f.message.end());
+    e.after = out_.responses;
+    e.depth = static_cast<uint32_t>(o.pending.size() + 1);
+    if (s.exchanges.size() == 1 && !f.nodes.empty())
+      if (const Node* cid = find_field(f, ps_, 0, "ClientId"); cid && !cid->is_null()) s.client_id = cid->str();
+    if (f.program) {
+      if (f.program->controller_only && s.skip.empty())
+        s.skip = "a broker's connection to its KRaft controller (" + std::string(f.program->api_name) + ")";
+      if (f.program->api_name == "Produce") {
+        const Node* acks = f.body ? find_field(f, ps_, f.body, "Acks") : nullptr;
+        if (acks && acks->v.i == 0) e.expects_response = false;
+      }
+      if (f.program->api_name == "SaslHandshake" && f.body) {
+        const Node* mech = find_field(f, ps_, f.body, "Mechanism");
+        s.sasl_mechanism = mech && !mech->is_null() ? std::string(mech->str()) : "?";
+      }
+    }
+    if (e.expects_response) o.pending[f.correlation_id] = s.exchanges.size() - 1;
+  }
+
+  void response(RecordedSession& s, Open& o, const FrameContext& ctx, const Frame& f) {
+    auto p = o.pending.find(f.correlation_id);
+    if (ctx.unmatched || p == o.pending.end()) return;  // its request is not in the capture
+    Exchange& e = s.exchanges[p->second];
+    o.pending.erase(p);
+    e.response_frame = ctx.packet.number;
+    e.response_us = micros(ctx.packet);
+    e.response.assign(f.message.begin(), f.message.end());
+    e.response_seq = out_.responses++;
+  }
+
+  const ProgramSet& ps_;
+  Recording& out_;
+  std::unordered_map<uint32_t, Open> open_;
+};
+
+}  // namespace
+
+bool load_recording(const std::string& file, const ProgramSet& ps, const SessionOptions& opts, Recording& out,
+                    std::string& error) {
+  Collector collector(ps, out);
+  KafkaSessions sessions(ps, opts, collector);
+  CaptureStats stats;
+  if (!read_capture_file(file, CaptureOptions{}, sessions, stats, error)) return false;
+  if (stats.file_damaged) out.notes.push_back("the capture file is damaged; sessions end where it does");
+  for (auto& s : out.sessions) {
+    if (s.skip.empty() && !s.sasl_mechanism.empty())
+      s.skip = "authenticates with SASL " + s.sasl_mechanism;
+  }
+  return true;
+}
+
+}  // namespace kwire::replay

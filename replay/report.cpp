@@ -1,0 +1,258 @@
+#include "replay/report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+#include "dissector/output/output.hpp"
+#include "dissector/output/text_buffer.hpp"
+
+namespace kwire::replay {
+
+namespace {
+
+bool sent(const ExchangeResult& e) {
+  return e.outcome != Outcome::Skipped && e.outcome != Outcome::Unsupported &&
+         !(e.outcome == Outcome::Unanswered && e.note.starts_with("not sent"));
+}
+
+std::string quote(std::string_view s) {
+  TextBuffer t;
+  json_string(t, s);
+  return t.str();
+}
+
+std::string xml(std::string_view s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '&': o += "&amp;"; break;
+      case '"': o += "&quot;"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') o += ' ';
+        else o += c;
+    }
+  }
+  return o;
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t i = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size()))) ;
+  return v[std::min(v.size() - 1, i == 0 ? 0 : i - 1)];
+}
+
+struct ApiRow {
+  Totals t;
+  std::vector<double> live_ms, recorded_ms;
+};
+
+void count(Totals& t, const ExchangeResult& e) {
+  if (sent(e)) ++t.sent;
+  if (e.live_latency_us >= 0) ++t.answered;
+  switch (e.outcome) {
+    case Outcome::Same: ++t.same; break;
+    case Outcome::IgnoredOnly: ++t.ignored_only; break;
+    case Outcome::Regression: ++t.regressions; break;
+    case Outcome::Unanswered: ++t.unanswered; break;
+    case Outcome::Unsupported: ++t.unsupported; break;
+    case Outcome::Skipped: ++t.skipped; break;
+    case Outcome::NotExpected: ++t.not_compared; break;
+  }
+}
+
+std::map<std::string, ApiRow> by_api(const ReplayResult& r) {
+  std::map<std::string, ApiRow> rows;
+  for (const auto& e : r.exchanges) {
+    if (e.outcome == Outcome::Skipped) continue;
+    ApiRow& row = rows[e.api_name + " v" + std::to_string(e.api_version)];
+    count(row.t, e);
+    if (e.live_latency_us >= 0) row.live_ms.push_back(e.live_latency_us / 1000.0);
+    if (e.live_latency_us >= 0 && e.recorded_latency_us >= 0) row.recorded_ms.push_back(e.recorded_latency_us / 1000.0);
+  }
+  return rows;
+}
+
+}  // namespace
+
+Totals totals(const ReplayResult& r) {
+  Totals t;
+  for (const auto& e : r.exchanges) count(t, e);
+  return t;
+}
+
+void write_text_report(std::ostream& out, const ReplayResult& r, const ReportContext& ctx) {
+  size_t replayed = 0;
+  for (const auto& s : r.sessions) replayed += s.skip.empty();
+  out << "kwire replay: " << ctx.capture << " -> " << ctx.target << " (timing " << ctx.timing << ")\n";
+  out << "sessions: " << replayed << " replayed, " << (r.sessions.size() - replayed) << " not\n";
+  for (const auto& s : r.sessions)
+    if (!s.skip.empty()) out << "  session " << s.id << " " << s.client << " -> " << s.broker << ": " << s.skip << "\n";
+  for (const auto& n : r.notes) out << "  " << n << "\n";
+  char line[256];
+  snprintf(line, sizeof line, "%-34s %6s %8s %6s %7s %7s %10s %5s  %-15s %-15s\n", "api", "sent", "answered", "same",
+           "ignored", "regress", "unanswered", "unsup", "p50 ms live/rec", "p99 ms live/rec");
+  out << "\n" << line;
+  for (auto& [name, row] : by_api(r)) {
+    char p50[32], p99[32];
+    snprintf(p50, sizeof p50, "%.1f/%.1f", percentile(row.live_ms, 0.5), percentile(row.recorded_ms, 0.5));
+    snprintf(p99, sizeof p99, "%.1f/%.1f", percentile(row.live_ms, 0.99), percentile(row.recorded_ms, 0.99));
+    snprintf(line, sizeof line, "%-34s %6llu %8llu %6llu %7llu %7llu %10llu %5llu  %-15s %-15s\n", name.c_str(),
+             (unsigned long long)row.t.sent, (unsigned long long)row.t.answered, (unsigned long long)row.t.same,
+             (unsigned long long)row.t.ignored_only, (unsigned long long)row.t.regressions,
+             (unsigned long long)row.t.unanswered, (unsigned long long)row.t.unsupported, p50, p99);
+    out << line;
+  }
+  Totals t = totals(r);
+  snprintf(line, sizeof line, "%-34s %6llu %8llu %6llu %7llu %7llu %10llu %5llu\n", "total", (unsigned long long)t.sent,
+           (unsigned long long)t.answered, (unsigned long long)t.same, (unsigned long long)t.ignored_only,
+           (unsigned long long)t.regressions, (unsigned long long)t.unanswered, (unsigned long long)t.unsupported);
+  out << line;
+  size_t listed = 0;
+  for (const auto& e : r.exchanges) {
+    if (e.outcome != Outcome::Regression || listed >= ctx.max_listed) continue;
+    if (listed++ == 0) out << "\nregressions (first " << ctx.max_listed << "):\n";
+    out << "  frame " << e.frame << " " << e.api_name << " v" << e.api_version << " (session " << e.session
+        << ", recorded response frame " << e.response_frame << ")\n";
+    size_t shown = 0;
+    for (const auto& d : e.differences) {
+      if (d.ignored) continue;
+      if (shown++ == 8) { out << "      ...\n"; break; }
+      out << "      " << (d.path.empty() ? "(response)" : d.path) << ": recorded " << d.recorded << ", replayed "
+          << d.replayed << (d.rule.empty() ? "" : "  [" + d.rule + "]") << "\n";
+    }
+  }
+  size_t unanswered = 0;
+  for (const auto& e : r.exchanges) {
+    if (e.outcome != Outcome::Unanswered || unanswered >= 5) continue;
+    if (unanswered++ == 0) out << "\nunanswered (first 5):\n";
+    out << "  frame " << e.frame << " " << e.api_name << " v" << e.api_version << " (session " << e.session << "): "
+        << e.note << "\n";
+  }
+  size_t unsupported = 0;
+  for (const auto& e : r.exchanges) {
+    if (e.outcome != Outcome::Unsupported || unsupported >= 5) continue;
+    if (unsupported++ == 0) out << "\nunsupported by the target (first 5):\n";
+    out << "  frame " << e.frame << " " << e.api_name << " v" << e.api_version << ": " << e.note << "\n";
+  }
+  if (!r.gap_errors_ms.empty()) {
+    snprintf(line, sizeof line, "\ntiming: replayed minus recorded gap between requests, p50 %.2f ms, p99 %.2f ms (%zu gaps)\n",
+             percentile(r.gap_errors_ms, 0.5), percentile(r.gap_errors_ms, 0.99), r.gap_errors_ms.size());
+    out << line;
+  }
+  snprintf(line, sizeof line, "\nresult: %llu regressions, %llu unanswered, %llu same, %llu differ only in ignored fields (%.1f s)\n",
+           (unsigned long long)t.regressions, (unsigned long long)t.unanswered, (unsigned long long)t.same,
+           (unsigned long long)t.ignored_only, r.wall_s);
+  out << line;
+}
+
+void write_json_report(std::ostream& out, const ReplayResult& r, const ReportContext& ctx) {
+  Totals t = totals(r);
+  out << "{\"capture\":" << quote(ctx.capture) << ",\"target\":" << quote(ctx.target) << ",\"timing\":" << quote(ctx.timing)
+      << ",\"summary\":{\"sent\":" << t.sent << ",\"answered\":" << t.answered << ",\"same\":" << t.same
+      << ",\"ignoredOnly\":" << t.ignored_only << ",\"regressions\":" << t.regressions << ",\"unanswered\":" << t.unanswered
+      << ",\"unsupported\":" << t.unsupported << ",\"skipped\":" << t.skipped << ",\"notCompared\":" << t.not_compared
+      << ",\"wallSeconds\":" << r.wall_s << ",\"cpuSeconds\":" << r.cpu_s << "}";
+  out << ",\"apis\":[";
+  bool first = true;
+  for (auto& [name, row] : by_api(r)) {
+    out << (first ? "" : ",") << "{\"api\":" << quote(name) << ",\"sent\":" << row.t.sent << ",\"answered\":" << row.t.answered
+        << ",\"same\":" << row.t.same << ",\"ignoredOnly\":" << row.t.ignored_only << ",\"regressions\":" << row.t.regressions
+        << ",\"unanswered\":" << row.t.unanswered << ",\"unsupported\":" << row.t.unsupported
+        << ",\"latencyMs\":{\"p50\":" << percentile(row.live_ms, 0.5) << ",\"p99\":" << percentile(row.live_ms, 0.99)
+        << ",\"recordedP50\":" << percentile(row.recorded_ms, 0.5) << ",\"recordedP99\":" << percentile(row.recorded_ms, 0.99)
+        << "}}";
+    first = false;
+  }
+  out << "],\"sessions\":[";
+  first = true;
+  for (const auto& s : r.sessions) {
+    out << (first ? "" : ",") << "{\"session\":" << s.id << ",\"client\":" << quote(s.client) << ",\"broker\":" << quote(s.broker)
+        << ",\"target\":" << quote(s.target) << ",\"clientId\":" << quote(s.client_id) << ",\"reconnects\":" << s.reconnects;
+    if (!s.skip.empty()) out << ",\"skipped\":" << quote(s.skip);
+    out << "}";
+    first = false;
+  }
+  out << "],\"regressions\":[";
+  first = true;
+  for (const auto& e : r.exchanges) {
+    if (e.outcome != Outcome::Regression) continue;
+    for (const auto& d : e.differences) {
+      if (d.ignored) continue;
+      out << (first ? "" : ",") << "{\"frame\":" << e.frame << ",\"responseFrame\":" << e.response_frame
+          << ",\"session\":" << e.session << ",\"api\":" << quote(e.api_name) << ",\"version\":" << e.api_version
+          << ",\"path\":" << quote(d.path) << ",\"recorded\":" << d.recorded << ",\"replayed\":" << d.replayed;
+      if (!d.rule.empty()) out << ",\"rule\":" << quote(d.rule);
+      out << "}";
+      first = false;
+    }
+  }
+  out << "],\"unanswered\":[";
+  first = true;
+  for (const auto& e : r.exchanges) {
+    if (e.outcome != Outcome::Unanswered && e.outcome != Outcome::Unsupported) continue;
+    out << (first ? "" : ",") << "{\"frame\":" << e.frame << ",\"session\":" << e.session << ",\"api\":" << quote(e.api_name)
+        << ",\"version\":" << e.api_version << ",\"outcome\":" << quote(outcome_name(e.outcome)) << ",\"reason\":" << quote(e.note) << "}";
+    first = false;
+  }
+  out << "]";
+  if (!r.gap_errors_ms.empty())
+    out << ",\"timing\":{\"gaps\":" << r.gap_errors_ms.size() << ",\"gapErrorP50Ms\":" << percentile(r.gap_errors_ms, 0.5)
+        << ",\"gapErrorP99Ms\":" << percentile(r.gap_errors_ms, 0.99) << "}";
+  out << ",\"notes\":[";
+  first = true;
+  for (const auto& n : r.notes) { out << (first ? "" : ",") << quote(n); first = false; }
+  out << "]}\n";
+}
+
+void write_junit_report(std::ostream& out, const ReplayResult& r, const ReportContext& ctx) {
+  Totals t = totals(r);
+  size_t failures = 0, skipped = 0;
+  std::map<uint32_t, std::vector<const ExchangeResult*>> per;
+  for (const auto& e : r.exchanges) per[e.session].push_back(&e);
+  for (const auto& s : r.sessions) {
+    if (!s.skip.empty()) { ++skipped; continue; }
+    for (const auto* e : per[s.id])
+      if (e->outcome == Outcome::Regression || e->outcome == Outcome::Unanswered) { ++failures; break; }
+  }
+  out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  out << "<testsuites name=\"kwire replay\" tests=\"" << r.sessions.size() << "\" failures=\"" << failures << "\">\n";
+  out << "  <testsuite name=\"" << xml(ctx.capture + " -> " + ctx.target) << "\" tests=\"" << r.sessions.size()
+      << "\" failures=\"" << failures << "\" skipped=\"" << skipped << "\" time=\"" << r.wall_s << "\">\n";
+  for (const auto& s : r.sessions) {
+    out << "    <testcase classname=\"kwire.replay\" name=\""
+        << xml("session " + std::to_string(s.id) + " " + s.client + " -> " + s.broker +
+               (s.client_id.empty() ? "" : " (" + s.client_id + ")"))
+        << "\">\n";
+    if (!s.skip.empty()) {
+      out << "      <skipped message=\"" << xml(s.skip) << "\"/>\n";
+    } else {
+      std::string body;
+      size_t regressions = 0, unanswered = 0;
+      for (const auto* e : per[s.id]) {
+        if (e->outcome == Outcome::Regression) {
+          ++regressions;
+          body += "frame " + std::to_string(e->frame) + " " + e->api_name + " v" + std::to_string(e->api_version) + "\n";
+          for (const auto& d : e->differences)
+            if (!d.ignored) body += "  " + d.path + ": recorded " + d.recorded + ", replayed " + d.replayed + "\n";
+        } else if (e->outcome == Outcome::Unanswered) {
+          ++unanswered;
+          body += "frame " + std::to_string(e->frame) + " " + e->api_name + " v" + std::to_string(e->api_version) +
+                  " unanswered: " + e->note + "\n";
+        }
+      }
+      if (regressions || unanswered)
+        out << "      <failure message=\"" << regressions << " regressions, " << unanswered << " unanswered\">"
+            << xml(body) << "</failure>\n";
+    }
+    out << "    </testcase>\n";
+  }
+  out << "  </testsuite>\n</testsuites>\n";
+  (void)t;
+}
+
+}  // namespace kwire::replay

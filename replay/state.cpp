@@ -1,0 +1,365 @@
+#include "replay/state.hpp"
+
+#include <cstring>
+
+#include "dissector/protocol/records.hpp"
+#include "dissector/wire/wire.hpp"
+
+namespace kwire::replay {
+
+const std::vector<StateRule>& state_rules() {
+  static const std::vector<StateRule> rules = {
+      {"member epoch",
+       {"StreamsGroupHeartbeat.MemberEpoch", "ConsumerGroupHeartbeat.MemberEpoch", "ShareGroupHeartbeat.MemberEpoch",
+        "JoinGroup.GenerationId"},
+       {"MemberEpoch", "GenerationId", "GenerationIdOrMemberEpoch"},
+       Scope::Member},
+      {"member id",
+       {"JoinGroup.MemberId", "StreamsGroupHeartbeat.MemberId", "ConsumerGroupHeartbeat.MemberId",
+        "ShareGroupHeartbeat.MemberId"},
+       {"MemberId"},
+       Scope::Capture},
+      {"producer id", {"InitProducerId.ProducerId"}, {"entity:producerId", "ProducerId"}, Scope::Capture},
+      {"producer epoch", {"InitProducerId.ProducerEpoch"}, {"ProducerEpoch"}, Scope::Producer},
+      {"fetch session", {"Fetch.SessionId"}, {"SessionId"}, Scope::Connection},
+  };
+  return rules;
+}
+
+namespace {
+
+enum Entity : int8_t { kNone = 0, kGroup = 1, kTopicName = 2, kTopicId = 3 };
+
+std::string raw(const Node& n) {
+  switch (n.type) {
+    case WireType::String: case WireType::Bytes: case WireType::VarString: case WireType::VarBytes:
+      return n.is_null() ? std::string("\xff\xfe", 2) : std::string(n.str());
+    case WireType::Uuid: return std::string(reinterpret_cast<const char*>(n.v.p), 16);
+    default: return std::string(reinterpret_cast<const char*>(&n.v.i), sizeof n.v.i);
+  }
+}
+
+// Writes `value` (as made by raw()) into node n; false when it does not fit the type.
+bool assign(Frame& f, uint32_t n, const std::string& value) {
+  Node& node = f.nodes[n];
+  switch (node.type) {
+    case WireType::String: case WireType::Bytes: case WireType::VarString: case WireType::VarBytes: {
+      if (value == std::string("\xff\xfe", 2)) { node.flags |= kNull; node.aux = 0; return true; }
+      std::string_view s = f.own(value);
+      node.flags &= static_cast<uint8_t>(~kNull);
+      node.v.p = reinterpret_cast<const uint8_t*>(s.data());
+      node.aux = static_cast<uint32_t>(s.size());
+      return true;
+    }
+    case WireType::Uuid: {
+      if (value.size() != 16) return false;
+      node.v.p = reinterpret_cast<const uint8_t*>(f.own(value).data());
+      return true;
+    }
+    default:
+      if (value.size() != sizeof node.v.i) return false;
+      std::memcpy(&node.v.i, value.data(), sizeof node.v.i);
+      return true;
+  }
+}
+
+// A direct child of struct `parent` whose field has this name (or entity).
+const Node* child(const Frame& f, const ProgramSet& ps, uint32_t parent, std::string_view name,
+                  std::string_view entity = {}) {
+  for (uint32_t c : Children(f, parent)) {
+    const FieldDesc& d = ps.field(f.nodes[c].desc);
+    if (d.name == name || (!entity.empty() && d.entity == entity)) return &f.nodes[c];
+  }
+  return nullptr;
+}
+
+// The nearest value of a field so named among `node`'s siblings and its ancestors' children.
+const Node* nearest(const Frame& f, const ProgramSet& ps, uint32_t node, std::string_view name,
+                    std::string_view entity = {}) {
+  uint32_t p = f.nodes[node].parent;
+  while (true) {
+    if (f.nodes[p].type == WireType::Struct || p == 0 || p == f.body)
+      if (const Node* n = child(f, ps, p, name, entity); n && n != &f.nodes[node]) return n;
+    if (f.nodes[p].parent == p) return nullptr;
+    p = f.nodes[p].parent;
+  }
+}
+
+std::string text_of(const Node* n) {
+  if (!n || n->is_null() || (n->type != WireType::String && n->type != WireType::VarString)) return {};
+  return std::string(n->str());
+}
+
+}  // namespace
+
+ReplayState::ReplayState(const ProgramSet& ps, RenameOptions renames)
+    : ps_(ps), renames_(std::move(renames)), rule_cache_(ps.field_count(), -2), entity_cache_(ps.field_count(), -2) {}
+
+int ReplayState::rule_of(uint32_t desc) const {
+  int8_t& c = rule_cache_[desc];
+  if (c != -2) return c;
+  c = -1;
+  const FieldDesc& d = ps_.field(desc);
+  const auto& rules = state_rules();
+  for (size_t r = 0; r < rules.size() && c < 0; ++r)
+    for (std::string_view name : rules[r].fields) {
+      bool hit = name.starts_with("entity:") ? d.entity == name.substr(7) : d.name == name;
+      if (hit && (is_integer(d.type) || d.type == WireType::String || d.type == WireType::Uuid)) {
+        c = static_cast<int8_t>(r);
+        break;
+      }
+    }
+  return c;
+}
+
+int ReplayState::entity_of(uint32_t desc) const {
+  int8_t& c = entity_cache_[desc];
+  if (c != -2) return c;
+  const FieldDesc& d = ps_.field(desc);
+  c = kNone;
+  if (d.type == WireType::String && d.entity == "groupId") c = kGroup;
+  else if (d.type == WireType::String && d.entity == "topicName") c = kTopicName;
+  else if (d.type == WireType::Uuid && (d.name == "TopicId" || d.entity == "topicId")) c = kTopicId;
+  return c;
+}
+
+std::string ReplayState::member_key(const Frame& request) const {
+  if (!request.body) return {};
+  return text_of(child(request, ps_, request.body, "GroupId", "groupId")) + '\x1f' +
+         text_of(child(request, ps_, request.body, "MemberId"));
+}
+
+std::string ReplayState::scope_key(const StateRule& r, const Frame& f, uint32_t node, uint32_t connection) const {
+  switch (r.scope) {
+    case Scope::Member:
+      return text_of(nearest(f, ps_, node, "GroupId", "groupId")) + '\x1f' + text_of(nearest(f, ps_, node, "MemberId"));
+    case Scope::Producer: {
+      const Node* p = nearest(f, ps_, node, "ProducerId");
+      return p ? raw(*p) : std::string();
+    }
+    case Scope::Connection: return std::to_string(connection);
+    case Scope::Capture: return {};
+  }
+  return {};
+}
+
+void ReplayState::learn_topics(const Frame& response, bool live) {
+  if (!response.body) return;
+  if (const Node* c = child(response, ps_, response.body, "ClusterId");
+      c && !c->is_null() && c->type == WireType::String && c->aux > 0) {
+    if (live) live_cluster_id_ = std::string(c->str());
+    else recorded_cluster_ids_[std::string(c->str())] = true;
+  }
+  for (uint32_t i = response.body; i < response.nodes.size(); ++i) {
+    const Node& n = response.nodes[i];
+    if (n.type != WireType::Struct || n.is_null()) continue;
+    const Node* id = nullptr;
+    const Node* name = nullptr;
+    for (uint32_t c : Children(response, i)) {
+      int e = entity_of(response.nodes[c].desc);
+      if (e == kTopicId) id = &response.nodes[c];
+      else if (e == kTopicName) name = &response.nodes[c];
+    }
+    if (!id || !name || name->is_null()) continue;
+    static const char zero[16] = {};
+    if (std::memcmp(id->v.p, zero, 16) == 0) continue;
+    std::string key = raw(*id);
+    if (live) live_topic_ids_[std::string(name->str())] = key;
+    else recorded_topic_ids_[key] = std::string(name->str());
+  }
+}
+
+void ReplayState::learn(const Frame& recorded_request, const Frame& recorded, const Frame& live, uint32_t connection) {
+  learn_topics(live, true);
+  if (!recorded.program || !recorded.body || !live.body || !live.ok() || !recorded.ok()) return;
+  const auto& rules = state_rules();
+  const std::string_view api = recorded.program->api_name;
+  for (size_t r = 0; r < rules.size(); ++r) {
+    for (std::string_view src : rules[r].learn) {
+      if (!src.starts_with(api) || src.size() <= api.size() || src[api.size()] != '.') continue;
+      std::string_view field = src.substr(api.size() + 1);
+      const Node* rec = child(recorded, ps_, recorded.body, field);
+      const Node* got = child(live, ps_, live.body, field);
+      if (!rec || !got || rec->is_null() || got->is_null()) continue;
+      std::string key;
+      switch (rules[r].scope) {
+        case Scope::Member: {
+          std::string member = text_of(child(recorded, ps_, recorded.body, "MemberId"));
+          if (member.empty()) member = text_of(child(recorded_request, ps_, recorded_request.body, "MemberId"));
+          key = text_of(child(recorded_request, ps_, recorded_request.body, "GroupId", "groupId")) + '\x1f' + member;
+          break;
+        }
+        case Scope::Producer: {
+          const Node* p = child(recorded, ps_, recorded.body, "ProducerId");
+          key = p ? raw(*p) : std::string();
+          break;
+        }
+        case Scope::Connection: key = std::to_string(connection); break;
+        case Scope::Capture: break;
+      }
+      std::string& slot = values_[std::to_string(r) + '\x1e' + key][raw(*rec)];
+      if (slot.empty()) ++learned_;
+      slot = raw(*got);
+    }
+  }
+}
+
+bool ReplayState::map_topic_id(Frame& f, uint32_t node) {
+  auto rec = recorded_topic_ids_.find(raw(f.nodes[node]));
+  if (rec == recorded_topic_ids_.end()) return false;
+  auto live = live_topic_ids_.find(renames_.topic_prefix + rec->second);
+  if (live == live_topic_ids_.end() || live->second == rec->first) return false;
+  return assign(f, node, live->second);
+}
+
+bool ReplayState::map_cluster_id(Frame& f, uint32_t node) {
+  const Node& n = f.nodes[node];
+  if (live_cluster_id_.empty() || n.is_null() || n.type != WireType::String || ps_.field(n.desc).name != "ClusterId")
+    return false;
+  if (!recorded_cluster_ids_.count(std::string(n.str())) || n.str() == live_cluster_id_) return false;
+  return assign(f, node, live_cluster_id_);
+}
+
+int ReplayState::rename(Frame& f, uint32_t node) {
+  const Node& n = f.nodes[node];
+  if (n.is_null()) return 0;
+  int e = entity_of(n.desc);
+  const std::string& prefix = e == kGroup ? renames_.group_prefix : renames_.topic_prefix;
+  if (prefix.empty() || n.str().empty()) return 0;
+  return assign(f, node, prefix + std::string(n.str())) ? 1 : 0;
+}
+
+bool ReplayState::substitute(Frame& f, uint32_t node, const std::string& key, int rule) {
+  auto m = values_.find(std::to_string(rule) + '\x1e' + key);
+  if (m == values_.end()) return false;
+  auto v = m->second.find(raw(f.nodes[node]));
+  if (v == m->second.end() || v->second == v->first) return false;
+  return assign(f, node, v->second);
+}
+
+namespace {
+
+// Kafka's record batch v2 header: offsets of the fields replay rewrites, and
+// where the CRC-32C starts (attributes) relative to the batch.
+constexpr size_t kBatchCrcAt = 17, kBatchAttributesAt = 21, kBatchProducerIdAt = 43, kBatchProducerEpochAt = 51;
+
+}  // namespace
+
+int ReplayState::patch_batches(Frame& f, uint32_t records, const std::string& /*connection_key*/) {
+  Node& rn = f.nodes[records];
+  if (rn.is_null() || rn.aux == 0) return 0;
+  const uint8_t* data = rn.v.p;
+  std::string copy(reinterpret_cast<const char*>(data), rn.aux);
+  // Batch nodes carry offsets into the message; the records data starts here.
+  const int64_t base = data - f.message.data();
+  int changed = 0;
+  for (uint32_t b : Children(f, records)) {
+    const Node& batch = f.nodes[b];
+    if (batch.desc != kDescRecordBatch) continue;
+    int64_t at = static_cast<int64_t>(batch.offset) - base;
+    const Node* length = child(f, ps_, b, "BatchLength");
+    const Node* pid = nullptr;
+    const Node* epoch = nullptr;
+    for (uint32_t c : Children(f, b)) {
+      if (f.nodes[c].desc == kDescProducerId) pid = &f.nodes[c];
+      if (f.nodes[c].desc == kDescProducerEpoch) epoch = &f.nodes[c];
+    }
+    if (!length || !pid || !epoch || at < 0) continue;
+    int64_t end = at + 12 + length->v.i;
+    if (end > static_cast<int64_t>(copy.size()) || at + 61 > end) continue;
+    auto* p = reinterpret_cast<uint8_t*>(copy.data()) + at;
+    uint64_t id = wire::load_be64(p + kBatchProducerIdAt);
+    uint16_t ep = wire::load_be16(p + kBatchProducerEpochAt);
+    if (id == pid->v.u && ep == static_cast<uint16_t>(epoch->v.i)) continue;
+    wire::store_be32(p + kBatchProducerIdAt, static_cast<uint32_t>(pid->v.u >> 32));
+    wire::store_be32(p + kBatchProducerIdAt + 4, static_cast<uint32_t>(pid->v.u));
+    wire::store_be16(p + kBatchProducerEpochAt, static_cast<uint16_t>(epoch->v.i));
+    uint32_t crc = crc32c({p + kBatchAttributesAt, static_cast<size_t>(end - at - kBatchAttributesAt)});
+    wire::store_be32(p + kBatchCrcAt, crc);
+    ++changed;
+  }
+  if (changed) {
+    std::string_view s = f.own(std::move(copy));
+    rn.v.p = reinterpret_cast<const uint8_t*>(s.data());
+  }
+  return changed;
+}
+
+int ReplayState::rewrite_request(Frame& f, uint32_t connection) {
+  if (!f.body) return 0;
+  // Keys first, from the values as recorded: a substitution must not change
+  // the key of a field after it.
+  struct Edit { uint32_t node; int rule; std::string key; };
+  std::vector<Edit> edits;
+  std::vector<uint32_t> dirty_records;
+  int changed = 0;
+  for (uint32_t i = f.body + 1; i < f.nodes.size(); ++i) {
+    const Node& n = f.nodes[i];
+    if (n.type == WireType::Records) {
+      // Only the batch headers; records themselves carry nothing replay rewrites.
+      for (uint32_t b : Children(f, i))
+        for (uint32_t c : Children(f, b)) {
+          int r = f.nodes[c].desc == kDescProducerId || f.nodes[c].desc == kDescProducerEpoch ? rule_of(f.nodes[c].desc) : -1;
+          if (r >= 0) edits.push_back({c, r, scope_key(state_rules()[r], f, c, connection)});
+        }
+      dirty_records.push_back(i);
+      i = n.end - 1;
+      continue;
+    }
+    if (n.desc == kDescUnknownTag) continue;
+    int r = rule_of(n.desc);
+    if (r >= 0) edits.push_back({i, r, scope_key(state_rules()[r], f, i, connection)});
+  }
+  for (const Edit& e : edits) changed += substitute(f, e.node, e.key, e.rule) ? 1 : 0;
+  for (uint32_t i = f.body + 1; i < f.nodes.size(); ++i) {
+    const Node& n = f.nodes[i];
+    if (n.type == WireType::Records) { i = n.end - 1; continue; }
+    if (n.desc == kDescUnknownTag) continue;
+    int e = entity_of(n.desc);
+    if (e == kTopicId) changed += map_topic_id(f, i) ? 1 : 0;
+    else if (e != kNone) changed += rename(f, i);
+    else changed += map_cluster_id(f, i) ? 1 : 0;
+  }
+  for (uint32_t r : dirty_records) patch_batches(f, r, {});
+  return changed;
+}
+
+void ReplayState::translate_response(Frame& f, const Frame& recorded_request, uint32_t connection) {
+  if (!f.body) return;
+  struct Edit { uint32_t node; int rule; std::string key; };
+  std::vector<Edit> edits;
+  const std::string request_member = member_key(recorded_request);
+  for (uint32_t i = f.body + 1; i < f.nodes.size(); ++i) {
+    const Node& n = f.nodes[i];
+    if (n.type == WireType::Records) { i = n.end - 1; continue; }
+    if (n.desc == kDescUnknownTag) continue;
+    int r = rule_of(n.desc);
+    if (r < 0) continue;
+    const StateRule& rule = state_rules()[r];
+    std::string key;
+    if (rule.scope == Scope::Member && n.parent == f.body) {
+      // A top-level epoch answers the request's member (whose id the response may have just assigned).
+      const Node* member = child(f, ps_, f.body, "MemberId");
+      std::string m = text_of(member);
+      key = m.empty() ? request_member
+                      : text_of(child(recorded_request, ps_, recorded_request.body, "GroupId", "groupId")) + '\x1f' + m;
+    } else {
+      key = scope_key(rule, f, i, connection);
+      if (rule.scope == Scope::Member && key.front() == '\x1f')
+        key = text_of(child(recorded_request, ps_, recorded_request.body, "GroupId", "groupId")) + key;
+    }
+    edits.push_back({i, r, std::move(key)});
+  }
+  for (const Edit& e : edits) substitute(f, e.node, e.key, e.rule);
+  for (uint32_t i = f.body + 1; i < f.nodes.size(); ++i) {
+    const Node& n = f.nodes[i];
+    if (n.type == WireType::Records) { i = n.end - 1; continue; }
+    if (n.desc == kDescUnknownTag) continue;
+    int e = entity_of(n.desc);
+    if (e == kTopicId) map_topic_id(f, i);
+    else if (e != kNone) rename(f, i);
+    else map_cluster_id(f, i);
+  }
+}
+
+}  // namespace kwire::replay

@@ -1,0 +1,93 @@
+// What a live coordinator hands out and clients echo back: member epochs and
+// generations, broker-assigned member ids, producer ids and epochs, fetch
+// sessions, topic ids. ReplayState learns each value from the live responses
+// (next to the recorded ones) and substitutes it into later requests that
+// carried the recorded value, and into recorded responses before they are
+// compared. Which fields hold which value comes from the specs (field names,
+// entity types, the message a field belongs to) and the rule table below;
+// nothing is written per API.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "dissector/protocol/frame.hpp"
+#include "dissector/protocol/program.hpp"
+
+namespace kwire::replay {
+
+// Where one learned value is valid.
+enum class Scope : uint8_t {
+  Member,      // one group member: the request's group id and (recorded) member id
+  Producer,    // one producer: the recorded producer id next to the field
+  Connection,  // one replayed connection
+  Capture,     // everywhere (values unique by construction: uuids, member ids, producer ids)
+};
+
+struct StateRule {
+  std::string_view name;                 // "member epoch"
+  std::vector<std::string_view> learn;   // "Api.Field" of response bodies (top level) the value comes from
+  std::vector<std::string_view> fields;  // request fields (any depth) named so, or "entity:TYPE"
+  Scope scope;
+};
+
+// The rule table, for --list-rules and the tests.
+const std::vector<StateRule>& state_rules();
+
+struct RenameOptions {
+  std::string group_prefix;  // --rename-group: prefixed to every groupId-entity string
+  std::string topic_prefix;  // --rename-topic: prefixed to every topicName-entity string
+};
+
+class ReplayState {
+ public:
+  ReplayState(const ProgramSet& ps, RenameOptions renames);
+
+  // Topic names and ids, learned from any response (Metadata, CreateTopics,
+  // DescribeTopicPartitions, ...): the recorded ones as the capture is read,
+  // the live ones as the target answers.
+  void learn_topics(const Frame& response, bool live);
+  // After a live response: records recorded -> live for every rule whose
+  // source is this response. `recorded_request` is the request as recorded.
+  void learn(const Frame& recorded_request, const Frame& recorded, const Frame& live, uint32_t connection);
+  // Before a request is sent: substitutes learned values and renames in place
+  // (record batches are patched and their CRC recomputed). Returns how many
+  // values changed. `recorded` is left untouched; `out` is its edited copy
+  // (the same frame object may be passed as both).
+  int rewrite_request(Frame& request, uint32_t connection);
+  // Before comparing: maps the recorded response's learned values and names
+  // into the target's space, so that only real differences remain.
+  void translate_response(Frame& recorded, const Frame& recorded_request, uint32_t connection);
+
+  size_t learned() const { return learned_; }
+
+ private:
+  using Map = std::unordered_map<std::string, std::string>;  // recorded raw value -> live raw value
+  int rule_of(uint32_t desc) const;           // index into state_rules(), -1 none
+  std::string scope_key(const StateRule& r, const Frame& f, uint32_t node, uint32_t connection) const;
+  std::string member_key(const Frame& request) const;
+  bool substitute(Frame& f, uint32_t node, const std::string& key, int rule);
+  int rename(Frame& f, uint32_t node);
+  bool map_topic_id(Frame& f, uint32_t node);
+  bool map_cluster_id(Frame& f, uint32_t node);
+  int patch_batches(Frame& f, uint32_t records, const std::string& connection_key);
+
+  const ProgramSet& ps_;
+  RenameOptions renames_;
+  mutable std::vector<int8_t> rule_cache_;     // per FieldDesc: -2 unknown, -1 none, else rule index
+  mutable std::vector<int8_t> entity_cache_;   // per FieldDesc: -2 unknown, 0 none, 1 group, 2 topic name, 3 topic id
+  std::unordered_map<std::string, Map> values_;  // rule index + scope key -> map
+  std::unordered_map<std::string, std::string> recorded_topic_ids_;  // recorded id (16 bytes) -> name
+  std::unordered_map<std::string, std::string> live_topic_ids_;      // name -> live id
+  // Cluster ids (ApiVersions v5+ requests echo the one the client last saw):
+  // every recorded one maps to the target's.
+  std::unordered_map<std::string, bool> recorded_cluster_ids_;
+  std::string live_cluster_id_;
+  size_t learned_ = 0;
+  int entity_of(uint32_t desc) const;
+};
+
+}  // namespace kwire::replay
