@@ -2,6 +2,7 @@
 
 #include <fnmatch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -11,8 +12,23 @@
 
 namespace kwire::replay {
 
+namespace {
+bool glob(const std::vector<std::string>& segments, const std::vector<std::string_view>& path);
+}
+
 bool PathPattern::matches(std::string_view api_name, const std::vector<std::string_view>& path) const {
   if (!api.empty() && api != api_name) return false;
+  // A rule about a field covers everything under it.
+  std::vector<std::string_view> prefix;
+  for (const auto& seg : path) {
+    prefix.push_back(seg);
+    if (glob(segments, prefix)) return true;
+  }
+  return false;
+}
+
+namespace {
+bool glob(const std::vector<std::string>& segments, const std::vector<std::string_view>& path) {
   // Iterative glob over segments with a single backtrack point per **.
   size_t p = 0, s = 0, star_p = SIZE_MAX, star_s = 0;
   std::string seg;
@@ -29,6 +45,7 @@ bool PathPattern::matches(std::string_view api_name, const std::vector<std::stri
   while (p < segments.size() && segments[p] == "**") ++p;
   return p == segments.size();
 }
+}  // namespace
 
 bool parse_pattern(const std::string& text, PathPattern& out, std::string& error) {
   out = PathPattern{};
@@ -90,12 +107,23 @@ std::vector<IgnoreRule> default_ignore_rules() {
       {"Fetch:body.responses.partitions.currentLeader", "node ids of the target"},
       {"Fetch:body.nodeEndpoints", "the target's listeners"},
   };
+  static const std::pair<const char*, const char*> presence[] = {
+      {"Fetch:body.responses", "an incremental fetch lists the topics with news, which is timing"},
+      {"Fetch:body.responses.partitions", "an incremental fetch lists the partitions with news, which is timing"},
+  };
   std::vector<IgnoreRule> rules;
   std::string error;
   for (const auto& [text, why] : table) {
     IgnoreRule r;
     parse_pattern(text, r.pattern, error);
     r.why = why;
+    rules.push_back(std::move(r));
+  }
+  for (const auto& [text, why] : presence) {
+    IgnoreRule r;
+    parse_pattern(text, r.pattern, error);
+    r.why = why;
+    r.presence_only = true;
     rules.push_back(std::move(r));
   }
   return rules;
@@ -246,29 +274,58 @@ class Walker {
     std::vector<uint32_t> re, le;
     for (uint32_t c : Children(rec_, r)) if (!timer_element(rec_, c)) re.push_back(c);
     for (uint32_t c : Children(live_, l)) if (!timer_element(live_, c)) le.push_back(c);
-    std::string keyname;
-    if (!re.empty() && rec_.nodes[re[0]].type == WireType::Struct) keyname = map_key_of(rec_, re[0]);
-    if (!keyname.empty()) {
-      // Keyed elements (the spec's mapKey): matched by key, not position.
-      std::map<std::string, uint32_t> by_key;
-      for (uint32_t c : le) by_key.emplace(key_of(live_, c), c);
-      for (size_t i = 0; i < re.size(); ++i) {
+    if (re.empty() || le.empty() || rec_.nodes[re[0]].type != WireType::Struct) {
+      if (re.size() != le.size()) diff('"' + std::to_string(re.size()) + " elements\"", '"' + std::to_string(le.size()) + " elements\"");
+      for (size_t i = 0; i < std::min(re.size(), le.size()); ++i) {
         Push p(*this, "[" + std::to_string(i) + "]", true);
-        auto it = by_key.find(key_of(rec_, re[i]));
-        if (it == by_key.end()) { diff(key_literal(rec_, re[i]), "\"(absent)\""); continue; }
-        node(re[i], it->second);
-        by_key.erase(it);
-      }
-      for (auto& [k, c] : by_key) {
-        Push p(*this, "[+" + k + "]", true);
-        diff("\"(absent)\"", key_literal(live_, c));
+        node(re[i], le[i]);
       }
       return;
     }
-    if (re.size() != le.size()) diff('"' + std::to_string(re.size()) + " elements\"", '"' + std::to_string(le.size()) + " elements\"");
-    for (size_t i = 0; i < std::min(re.size(), le.size()); ++i) {
+    // Structs: the order of a response array carries no meaning (brokers fill
+    // them from hash maps). Equal elements pair first, then the rest by their
+    // identity (the spec's map key, else topic / partition / group / member),
+    // then by position.
+    std::vector<std::string> rj(re.size()), lj(le.size());
+    for (size_t i = 0; i < re.size(); ++i) subtree_json(ps_, rec_, re[i], rj[i]);
+    for (size_t i = 0; i < le.size(); ++i) subtree_json(ps_, live_, le[i], lj[i]);
+    std::vector<int64_t> pair(re.size(), -1);
+    std::vector<bool> taken(le.size(), false);
+    std::multimap<std::string, size_t> exact;
+    for (size_t i = 0; i < le.size(); ++i) exact.emplace(lj[i], i);
+    for (size_t i = 0; i < re.size(); ++i) {
+      auto it = exact.find(rj[i]);
+      if (it == exact.end()) continue;
+      pair[i] = static_cast<int64_t>(it->second);
+      taken[it->second] = true;
+      exact.erase(it);
+    }
+    std::multimap<std::string, size_t> by_id;
+    for (size_t i = 0; i < le.size(); ++i) if (!taken[i]) by_id.emplace(identity(live_, le[i]), i);
+    for (size_t i = 0; i < re.size(); ++i) {
+      if (pair[i] >= 0) continue;
+      auto it = by_id.find(identity(rec_, re[i]));
+      if (it == by_id.end() || it->first.empty()) continue;
+      pair[i] = static_cast<int64_t>(it->second);
+      taken[it->second] = true;
+      by_id.erase(it);
+    }
+    std::vector<size_t> rest;
+    for (size_t i = 0; i < le.size(); ++i) if (!taken[i]) rest.push_back(i);
+    size_t next = 0;
+    for (size_t i = 0; i < re.size(); ++i) {
+      if (pair[i] >= 0 || identity(rec_, re[i]).size()) continue;  // identity-less: by position
+      if (next < rest.size()) { pair[i] = static_cast<int64_t>(rest[next]); taken[rest[next]] = true; ++next; }
+    }
+    for (size_t i = 0; i < re.size(); ++i) {
       Push p(*this, "[" + std::to_string(i) + "]", true);
-      node(re[i], le[i]);
+      if (pair[i] < 0) { presence(json_text(rj[i]), "\"(absent)\""); continue; }
+      if (rj[i] != lj[static_cast<size_t>(pair[i])]) node(re[i], le[static_cast<size_t>(pair[i])]);
+    }
+    for (size_t i = 0; i < le.size(); ++i) {
+      if (taken[i]) continue;
+      Push p(*this, "[+" + std::to_string(i) + "]", true);
+      presence("\"(absent)\"", json_text(lj[i]));
     }
   }
 
@@ -299,21 +356,29 @@ class Walker {
     if (n.desc == kDescUnknownTag) return "_tag" + std::to_string(n.tag);
     return std::string(ps_.field(n.desc).json_name);
   }
-  std::string map_key_of(const Frame& f, uint32_t element) const {
-    for (uint32_t c : Children(f, element))
-      if (ps_.field(f.nodes[c].desc).flags & kMapKey) return std::string(ps_.field(f.nodes[c].desc).json_name);
-    return {};
+  std::string identity(const Frame& f, uint32_t element) const {
+    static const std::string_view names[] = {"PartitionIndex", "Index", "PartitionId", "Partition", "TopicId",
+                                             "Name", "Topic", "TopicName", "GroupId", "MemberId", "SubtopologyId"};
+    std::string k, fallback;
+    for (uint32_t c : Children(f, element)) {
+      const FieldDesc& d = ps_.field(f.nodes[c].desc);
+      if (f.nodes[c].desc == kDescUnknownTag) continue;
+      if (d.flags & kMapKey) k += json_value(ps_, f, c) + ',';
+      else if (std::find(std::begin(names), std::end(names), d.name) != std::end(names))
+        fallback += json_value(ps_, f, c) + ',';
+    }
+    return k.empty() ? fallback : k;
   }
-  std::string key_of(const Frame& f, uint32_t element) const {
-    std::string k;
-    for (uint32_t c : Children(f, element))
-      if (ps_.field(f.nodes[c].desc).flags & kMapKey) k += json_value(ps_, f, c) + ',';
-    return k;
-  }
-  std::string key_literal(const Frame& f, uint32_t element) const {
-    TextBuffer t;
-    json_string(t, "element with key " + key_of(f, element).substr(0, key_of(f, element).size() - 1));
-    return t.str();
+
+  // An element one side lists and the other does not.
+  void presence(std::string recorded, std::string replayed) {
+    std::vector<std::string_view> segs(segs_.begin(), segs_.end());
+    for (const auto& rule : opts_.ignore)
+      if (rule.presence_only && rule.pattern.matches(api_, segs) && rule.pattern.segments.size() == segs.size()) {
+        out_.push_back({path_, std::move(recorded), std::move(replayed), rule.pattern.text, true});
+        return;
+      }
+    diff(std::move(recorded), std::move(replayed));
   }
 
   void diff(std::string recorded, std::string replayed) {
@@ -323,7 +388,7 @@ class Walker {
     d.replayed = std::move(replayed);
     std::vector<std::string_view> segs(segs_.begin(), segs_.end());
     for (const auto& rule : opts_.ignore)
-      if (rule.pattern.matches(api_, segs)) { d.ignored = true; d.rule = rule.pattern.text; break; }
+      if (!rule.presence_only && rule.pattern.matches(api_, segs)) { d.ignored = true; d.rule = rule.pattern.text; break; }
     out_.push_back(std::move(d));
   }
 

@@ -23,8 +23,12 @@ struct PathPattern {
 bool parse_pattern(const std::string& text, PathPattern& out, std::string& error);
 
 struct IgnoreRule {
-  PathPattern pattern;
+  PathPattern pattern;   // covers the field and everything under it
   std::string why;
+  // Only elements of the array at the pattern that one side lists and the
+  // other does not (which partitions an incremental fetch returns is timing);
+  // elements both sides list are still compared.
+  bool presence_only = false;
 };
 // The volatile fields replay ignores unless told otherwise (kwire replay --list-rules).
 std::vector<IgnoreRule> default_ignore_rules();
