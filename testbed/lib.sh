@@ -49,8 +49,9 @@ PY
 #
 # The recorder is `kwire record --auto` of the kwire in $KWIRE (default:
 # build/kwire; $KWIRE_BIN is still read as an older name for it). --auto keeps
-# every connection kwire recognises as Kafka, so no port is given; this includes
-# the broker's own connection to its controller listener.
+# every connection kwire recognises as Kafka; this includes the broker's own
+# connection to its controller listener. A capture filter on the broker's two
+# listener ports keeps out the Kafka traffic of other brokers on the same host.
 
 APP_JVM_OPTS=(-Xmx256m -XX:+UseSerialGC "${TESTBED_LOG_OPTS[@]}")
 KWIRE=${KWIRE:-${KWIRE_BIN:-$TESTBED_DIR/../build/kwire}}
@@ -117,17 +118,18 @@ start_broker() {
     echo "   broker 127.0.0.1:$BROKER_PORT (controller 127.0.0.1:$CONTROLLER_PORT, pid $BROKER_PID), ready in $((SECONDS - t0)) s"
 }
 
-# Starts `kwire record -i lo --auto` writing to OUT.partial, and waits until it
-# says it is capturing.
+# Starts `kwire record -i lo --auto` on the ports of the broker start_broker
+# started, writing to OUT.partial, and waits until it says it is capturing.
 start_capture() {  # out
     if [[ ! -x $KWIRE ]]; then
         echo "scenario: kwire binary '$KWIRE' not found (make build, or set KWIRE=path/to/kwire)" >&2; return 1
     fi
-    echo "== starting kwire record -i lo --auto ($KWIRE)"
+    echo "== starting kwire record -i lo --auto, ports $BROKER_PORT and $CONTROLLER_PORT ($KWIRE)"
     mkdir -p "$(dirname "$1")"
     CAPTURE_PARTIAL=$1.partial
     rm -f "$CAPTURE_PARTIAL"
-    "$KWIRE" record -i lo --auto -q -w "$CAPTURE_PARTIAL" >"$WORK/record.out" 2>"$WORK/record.err" &
+    "$KWIRE" record -i lo --auto -f "tcp port $BROKER_PORT or tcp port $CONTROLLER_PORT" -q -w "$CAPTURE_PARTIAL" \
+        >"$WORK/record.out" 2>"$WORK/record.err" &
     RECORDER_PID=$!
     local i
     for i in $(seq 1 40); do

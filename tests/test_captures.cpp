@@ -33,7 +33,8 @@ std::string capture(const std::string& name) { return std::string(KWIRE_SOURCE_D
 
 // Every capture the scenarios write (appendix -> demo.pcapng).
 const std::vector<std::string> kCaptures = {"demo.pcapng",         "stateful.pcapng",   "admin.pcapng",
-                                            "plugin-failures.pcapng", "old-client.pcapng", "topology-upgrade.pcapng"};
+                                            "plugin-failures.pcapng", "old-client.pcapng", "topology-upgrade.pcapng",
+                                            "txn-consumer.pcapng"};
 
 // All messages of a capture as JSON lines, in capture order; decoded once per file.
 const std::vector<json>& messages(const std::string& name) {
@@ -107,6 +108,67 @@ std::vector<std::string> members_of(const std::string& name, const std::string& 
   }
   return out;
 }
+
+// Bytes of a base64 string (record keys and values in -T json), as text.
+std::string unbase64(const json& v) {
+  if (!v.is_string()) return "<null>";
+  static const std::string alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  unsigned acc = 0;
+  int bits = 0;
+  for (char c : v.get<std::string>()) {
+    auto i = alphabet.find(c);
+    if (i == std::string::npos) continue;  // '=' padding
+    acc = (acc << 6) | static_cast<unsigned>(i);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xff));
+    }
+  }
+  return out;
+}
+
+// transactional id -> (producer id, epoch) from the successful InitProducerId exchanges.
+std::map<std::string, std::pair<int64_t, int>> producer_ids(const std::string& name) {
+  std::map<std::string, std::pair<int64_t, int>> out;
+  for (const auto& r : of(name, 22, "response")) {
+    if (r["body"]["errorCode"] != 0) continue;
+    const json* q = request_of(name, r);
+    if (q == nullptr || !q->at("body")["transactionalId"].is_string()) continue;
+    out[q->at("body")["transactionalId"]] = {r["body"]["producerId"].get<int64_t>(), r["body"]["producerEpoch"].get<int>()};
+  }
+  return out;
+}
+
+// The id Metadata responses give a topic.
+std::string topic_id(const std::string& name, const std::string& topic) {
+  for (const auto& r : of(name, 3, "response"))
+    for (const auto& t : r["body"]["topics"])
+      if (t["name"] == topic && t["topicId"].is_string()) return t["topicId"];
+  return "";
+}
+
+// Requests whose response has error code 0 (retried ones are left out), in capture order.
+std::vector<json> succeeded(const std::string& name, int api_key) {
+  std::vector<json> out;
+  for (const auto& r : of(name, api_key, "response")) {
+    if (r["body"]["errorCode"] != 0) continue;
+    const json* q = request_of(name, r);
+    if (q != nullptr) out.push_back(*q);
+  }
+  std::sort(out.begin(), out.end(), [](const json& a, const json& b) { return a["frame"] < b["frame"]; });
+  return out;
+}
+
+// Scenario txn-consumer (TxnConsumerScenario.java): record j of source transaction t
+// has key "t<t>-<j>", goes to partition j % 3 of txn-in, carries the timestamp
+// 2025-01-01T00:00:00Z + t min + j s; transactions 2 and 4 (3 records) are aborted,
+// 1, 3 and 5 (6 records) committed. The app copies each committed record to the
+// same partition of txn-out with value "processed <value>" and the same timestamp.
+constexpr int64_t kTxnBaseTimestamp = 1735689600000;
+constexpr int kTxnSourceRecords = 6 + 3 + 6 + 3 + 6;
+constexpr int kTxnCommittedRecords = 6 + 6 + 6;
 
 }  // namespace
 
@@ -403,4 +465,286 @@ TEST(TopologyUpgradeCapture, RejectedUpdateNewPushAndStaleTopology) {
   auto last = of(cap, 89, "response").back()["body"]["groups"][0];
   EXPECT_EQ(last["topology"]["epoch"], 1);
   EXPECT_EQ(last["members"][0]["topologyEpoch"], 0);
+}
+
+TEST(TxnConsumerCapture, ProducersWriteFixedRecordsUnderTheirProducerIdsAndEndEachTransaction) {
+  const std::string cap = "txn-consumer.pcapng";
+  auto pids = producer_ids(cap);
+  ASSERT_TRUE(pids.count("txn-source"));
+  ASSERT_TRUE(pids.count("txn-app-processor"));
+  EXPECT_NE(pids["txn-source"].first, pids["txn-app-processor"].first);
+
+  // Every Produce is transactional, and each batch carries the id and epoch its
+  // producer was given, with the transactional attribute bit (0x10).
+  std::map<std::string, std::pair<std::string, int64_t>> source, app;  // key -> (partition:value, timestamp)
+  for (const auto& q : of(cap, 0, "request")) {
+    const auto& body = q["body"];
+    ASSERT_TRUE(body["transactionalId"].is_string());
+    const std::string txn = body["transactionalId"];
+    ASSERT_TRUE(pids.count(txn)) << txn;
+    // transaction.version=1: Produce stays below v12, the first version of KIP-890 part 2.
+    EXPECT_LT(q["apiVersion"].get<int>(), 12);
+    for (const auto& t : body["topicData"])
+      for (const auto& p : t["partitionData"])
+        for (const auto& batch : p["records"]) {
+          EXPECT_EQ(batch["producerId"], pids[txn].first) << txn;
+          EXPECT_EQ(batch["producerEpoch"], pids[txn].second) << txn;
+          EXPECT_TRUE(batch["attributes"].get<int>() & 0x10) << "transactional batch";
+          for (const auto& r : batch["records"]) {
+            std::string key = unbase64(r["key"]);
+            auto value = std::to_string(p["index"].get<int>()) + ":" + unbase64(r["value"]);
+            int64_t ts = batch["baseTimestamp"].get<int64_t>() + r["timestampDelta"].get<int64_t>();
+            if (txn == "txn-source") {
+              EXPECT_EQ(t["name"], "txn-in");
+              source[key] = {value, ts};
+            } else {
+              EXPECT_EQ(t["name"], "txn-out");
+              app[key] = {value, ts};
+            }
+          }
+        }
+  }
+  ASSERT_EQ(source.size(), static_cast<size_t>(kTxnSourceRecords));
+  ASSERT_EQ(app.size(), static_cast<size_t>(kTxnCommittedRecords));
+  const std::regex key_re(R"(t(\d)-(\d))");
+  for (const auto& [key, v] : source) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(key, m, key_re)) << key;
+    int t = std::stoi(m[1]), j = std::stoi(m[2]);
+    bool aborted = t == 2 || t == 4;
+    std::string want = std::to_string(j % 3) + ":txn" + m[1].str() + "/record" + m[2].str() + (aborted ? "/aborted" : "");
+    EXPECT_EQ(v.first, want) << key;
+    EXPECT_EQ(v.second, kTxnBaseTimestamp + t * 60000 + j * 1000) << key;
+    if (aborted) {
+      EXPECT_FALSE(app.count(key)) << key << " is aborted: the read_committed app never sees it";
+    } else {
+      ASSERT_TRUE(app.count(key)) << key;
+      std::string colon = std::to_string(j % 3) + ":";
+      EXPECT_EQ(app[key].first, colon + "processed " + v.first.substr(colon.size())) << "same partition in txn-out";
+      EXPECT_EQ(app[key].second, v.second) << "the app keeps the input timestamp";
+    }
+  }
+
+  // The client adds its partitions (AddPartitionsToTxn v3); the broker, at
+  // transaction.version=1, only verifies them before appending (v5, VerifyOnly).
+  std::map<std::string, std::set<std::string>> added;
+  for (const auto& r : of(cap, 24, "response")) {
+    if (r["apiVersion"].get<int>() > 3) continue;
+    const json* q = request_of(cap, r);
+    ASSERT_NE(q, nullptr);
+    const std::string txn = q->at("body")["v3AndBelowTransactionalId"];
+    EXPECT_EQ(q->at("body")["v3AndBelowProducerId"], pids[txn].first);
+    for (const auto& t : r["body"]["resultsByTopicV3AndBelow"])
+      for (const auto& p : t["resultsByPartition"])
+        if (p["partitionErrorCode"] == 0)
+          added[txn].insert(t["name"].get<std::string>() + "-" + std::to_string(p["partitionIndex"].get<int>()));
+  }
+  EXPECT_EQ(added["txn-source"], (std::set<std::string>{"txn-in-0", "txn-in-1", "txn-in-2"}));
+  EXPECT_EQ(added["txn-app-processor"], (std::set<std::string>{"txn-out-0", "txn-out-1", "txn-out-2"}));
+  int verified = 0;
+  for (const auto& q : of(cap, 24, "request"))
+    if (q["apiVersion"].get<int>() >= 4)
+      for (const auto& t : q["body"]["transactions"]) {
+        ++verified;
+        EXPECT_EQ(t["verifyOnly"], true);
+        EXPECT_EQ(t["producerId"], pids[t["transactionalId"]].first);
+      }
+  EXPECT_GT(verified, 0) << "the broker verifies transactional appends";
+
+  // EndTxn: the source commits, aborts, commits, aborts, commits; the app commits twice.
+  // The coordinator writes the markers in the same order (WriteTxnMarkers).
+  std::map<std::string, std::vector<bool>> ends;
+  for (const auto& q : succeeded(cap, 26)) {
+    const std::string txn = q["body"]["transactionalId"];
+    EXPECT_EQ(q["body"]["producerId"], pids[txn].first);
+    ends[txn].push_back(q["body"]["committed"]);
+  }
+  EXPECT_EQ(ends["txn-source"], (std::vector<bool>{true, false, true, false, true}));
+  EXPECT_EQ(ends["txn-app-processor"], (std::vector<bool>{true, true}));
+  std::vector<bool> source_markers;
+  for (const auto& q : of(cap, 27, "request"))
+    for (const auto& m : q["body"]["markers"])
+      if (m["producerId"] == pids["txn-source"].first) source_markers.push_back(m["transactionResult"]);
+  EXPECT_EQ(source_markers, ends["txn-source"]);
+}
+
+TEST(TxnConsumerCapture, OffsetsCommitInTheAppsTransactionsUnderTheMembersEpoch) {
+  const std::string cap = "txn-consumer.pcapng";
+  auto pids = producer_ids(cap);
+  const auto app = pids["txn-app-processor"];
+
+  // One KIP-848 member: joins with epoch 0 subscribing to txn-in, leaves with -1.
+  std::vector<json> hb;
+  for (const auto& q : of(cap, 68, "request"))
+    if (q["body"]["groupId"] == "txn-app") hb.push_back(q);
+  ASSERT_GE(hb.size(), 3u);
+  const std::string member = hb.front()["body"]["memberId"];
+  for (const auto& q : hb) EXPECT_EQ(q["body"]["memberId"], member) << "a single member";
+  EXPECT_EQ(hb.front()["body"]["memberEpoch"], 0);
+  EXPECT_EQ(hb.front()["body"]["subscribedTopicNames"], json({"txn-in"}));
+  EXPECT_EQ(hb.back()["body"]["memberEpoch"], -1) << "leaves the group on close";
+  std::set<int> granted;
+  bool left = false, assigned = false;
+  const std::string txn_in = topic_id(cap, "txn-in");
+  ASSERT_FALSE(txn_in.empty());
+  for (const auto& r : of(cap, 68, "response")) {
+    EXPECT_EQ(r["body"]["errorCode"], 0);
+    if (r["body"]["memberId"] != member) continue;
+    int epoch = r["body"]["memberEpoch"];
+    if (epoch > 0) granted.insert(epoch);
+    if (epoch == -1) left = true;
+    // Alone in the group: all three partitions of txn-in, by topic id.
+    const auto& a = r["body"]["assignment"];
+    if (a.is_object() && !a["topicPartitions"].empty()) {
+      assigned = true;
+      ASSERT_EQ(a["topicPartitions"].size(), 1u);
+      EXPECT_EQ(a["topicPartitions"][0]["topicId"], txn_in);
+      EXPECT_EQ(a["topicPartitions"][0]["partitions"], json({0, 1, 2}));
+    }
+  }
+  EXPECT_FALSE(granted.empty());
+  EXPECT_TRUE(left) << "the broker answers the leave with epoch -1";
+  EXPECT_TRUE(assigned);
+
+  // sendOffsetsToTransaction, twice: AddOffsetsToTxn for the group, then TxnOffsetCommit
+  // with the consumer's member id and an epoch the broker handed out. The offsets are
+  // the last consumed record + 1: 2 after round 1 (records at 0-1, txn 2 aborted at 3),
+  // 12 after round 2 (txn 5's records at 10-11); leader epoch 0 of the fresh topic.
+  auto adds = succeeded(cap, 25);
+  ASSERT_EQ(adds.size(), 2u);
+  for (const auto& q : adds) {
+    EXPECT_EQ(q["body"]["transactionalId"], "txn-app-processor");
+    EXPECT_EQ(q["body"]["groupId"], "txn-app");
+    EXPECT_EQ(q["body"]["producerId"], app.first);
+  }
+  auto commits = of(cap, 28, "request");
+  ASSERT_EQ(commits.size(), 2u);
+  const int64_t want[] = {2, 12};
+  for (size_t i = 0; i < commits.size(); ++i) {
+    const auto& body = commits[i]["body"];
+    EXPECT_GT(commits[i]["frame"], adds[i]["frame"]) << "AddOffsetsToTxn comes first";
+    EXPECT_EQ(body["transactionalId"], "txn-app-processor");
+    EXPECT_EQ(body["groupId"], "txn-app");
+    EXPECT_EQ(body["producerId"], app.first);
+    EXPECT_EQ(body["producerEpoch"], app.second);
+    EXPECT_EQ(body["memberId"], member);
+    EXPECT_TRUE(granted.count(body["generationIdOrMemberEpoch"].get<int>()))
+        << "member epoch " << body["generationIdOrMemberEpoch"] << " was granted in a heartbeat";
+    ASSERT_EQ(body["topics"].size(), 1u);
+    EXPECT_EQ(body["topics"][0]["name"], "txn-in");
+    std::set<int> parts;
+    for (const auto& p : body["topics"][0]["partitions"]) {
+      parts.insert(p["partitionIndex"].get<int>());
+      EXPECT_EQ(p["committedOffset"], want[i]);
+      EXPECT_EQ(p["committedLeaderEpoch"], 0);
+    }
+    EXPECT_EQ(parts, (std::set<int>{0, 1, 2}));
+  }
+  for (const auto& r : of(cap, 28, "response"))
+    for (const auto& t : r["body"]["topics"])
+      for (const auto& p : t["partitions"]) EXPECT_EQ(p["errorCode"], 0);
+
+  // Joined without offsets: the consumer asks for stable offsets (read_committed),
+  // gets none, and looks up the earliest ones.
+  bool asked = false;
+  for (const auto& q : of(cap, 9, "request"))
+    if (q["header"]["clientId"] == "kwire-txn-app-consumer") {
+      asked = true;
+      EXPECT_EQ(q["body"]["requireStable"], true);
+    }
+  EXPECT_TRUE(asked);
+  bool earliest = false;
+  for (const auto& q : of(cap, 2, "request"))
+    if (q["header"]["clientId"] == "kwire-txn-app-consumer") {
+      earliest = true;
+      EXPECT_EQ(q["body"]["isolationLevel"], 1);
+      for (const auto& p : q["body"]["topics"][0]["partitions"]) EXPECT_EQ(p["timestamp"], -2);
+    }
+  EXPECT_TRUE(earliest);
+
+  // Admin afterwards (CheckConsumerGroup): the group is Empty, 12 committed everywhere.
+  auto described = of(cap, 69, "response");
+  ASSERT_EQ(described.size(), 1u);
+  EXPECT_EQ(described[0]["body"]["groups"][0]["groupState"], "Empty");
+  EXPECT_TRUE(described[0]["body"]["groups"][0]["members"].empty());
+  int final_offsets = 0;
+  for (const auto& r : of(cap, 9, "response")) {
+    const json* q = request_of(cap, r);
+    ASSERT_NE(q, nullptr);
+    if (q->at("header")["clientId"] != "kwire-check-group") continue;
+    for (const auto& t : r["body"]["groups"][0]["topics"])
+      for (const auto& p : t["partitions"]) {
+        ++final_offsets;
+        EXPECT_EQ(p["committedOffset"], 12);
+      }
+  }
+  EXPECT_EQ(final_offsets, 3);
+}
+
+TEST(TxnConsumerCapture, ReadCommittedFetchSessionSeesEveryOffsetAndTheAbortedTransactions) {
+  const std::string cap = "txn-consumer.pcapng";
+  const int64_t source = producer_ids(cap)["txn-source"].first;
+  const std::string txn_in = topic_id(cap, "txn-in");
+  ASSERT_FALSE(txn_in.empty());
+
+  // One incremental fetch session: opened with id 0 / epoch 0, then the broker's
+  // session id with epochs 1, 2, 3, ..., closed with epoch -1; topics by id.
+  std::vector<json> fetches;
+  for (const auto& q : of(cap, 1, "request"))
+    if (q["header"]["clientId"] == "kwire-txn-app-consumer") fetches.push_back(q);
+  ASSERT_GE(fetches.size(), 4u);
+  EXPECT_EQ(fetches.front()["body"]["sessionId"], 0);
+  EXPECT_EQ(fetches.front()["body"]["sessionEpoch"], 0);
+  int64_t session = -1;
+  for (const auto& r : of(cap, 1, "response")) {
+    const json* q = request_of(cap, r);
+    if (q != nullptr && q->at("frame") == fetches.front()["frame"]) session = r["body"]["sessionId"];
+  }
+  ASSERT_GT(session, 0) << "the broker opened a session";
+  for (size_t i = 0; i < fetches.size(); ++i) {
+    const auto& body = fetches[i]["body"];
+    EXPECT_EQ(body["isolationLevel"], 1) << "read_committed";
+    for (const auto& t : body["topics"]) EXPECT_EQ(t["topicId"], txn_in);
+    if (i == 0) continue;
+    EXPECT_EQ(body["sessionId"], session);
+    if (i + 1 < fetches.size()) EXPECT_EQ(body["sessionEpoch"], static_cast<int>(i));
+  }
+  EXPECT_EQ(fetches.back()["body"]["sessionEpoch"], -1) << "the consumer closes its session";
+
+  // What the broker returned, per partition of txn-in: every offset 0-12 (the consumer
+  // reads up to the last stable offset), control batches (0x20) for the five markers,
+  // and the source's aborted transactions (2 and 4) listed from their first offsets.
+  std::map<int, std::set<int64_t>> offsets, markers, aborted_from;
+  int64_t high = 0;
+  for (const auto& r : of(cap, 1, "response")) {
+    const json* q = request_of(cap, r);
+    if (q == nullptr || q->at("header")["clientId"] != "kwire-txn-app-consumer") continue;
+    for (const auto& t : r["body"]["responses"]) {
+      EXPECT_EQ(t["topicId"], txn_in);
+      for (const auto& p : t["partitions"]) {
+        int part = p["partitionIndex"];
+        high = std::max(high, p["highWatermark"].get<int64_t>());
+        if (p["abortedTransactions"].is_array())
+          for (const auto& a : p["abortedTransactions"]) {
+            EXPECT_EQ(a["producerId"], source);
+            aborted_from[part].insert(a["firstOffset"].get<int64_t>());
+          }
+        if (!p["records"].is_array()) continue;
+        for (const auto& b : p["records"]) {
+          int64_t base = b["baseOffset"];
+          for (int64_t o = base; o <= base + b["lastOffsetDelta"].get<int64_t>(); ++o) offsets[part].insert(o);
+          if (b["attributes"].get<int>() & 0x20) markers[part].insert(base);
+          EXPECT_EQ(b["producerId"], source);
+        }
+      }
+    }
+  }
+  std::set<int64_t> all;
+  for (int64_t o = 0; o <= 12; ++o) all.insert(o);
+  for (int part = 0; part < 3; ++part) {
+    EXPECT_EQ(offsets[part], all) << "partition " << part;
+    EXPECT_EQ(markers[part], (std::set<int64_t>{2, 4, 7, 9, 12})) << "partition " << part;
+    EXPECT_EQ(aborted_from[part], (std::set<int64_t>{3, 8})) << "partition " << part;
+  }
+  EXPECT_EQ(high, 13);
 }

@@ -2,9 +2,10 @@
 # Live end-to-end test (ctest "live_appendix"): builds the testbed, starts a real
 # single-node Kafka 4.4.0 broker, runs the appendix scenario (the KIP-1331 appendix
 # Kafka Streams app, group.protocol=streams) while the kwire under test records it
-# with `kwire record -i lo --auto` (no port given: it finds the Kafka connections
-# itself), stops everything, then decodes the capture with the same kwire and checks
-# it (tests/live/check_appendix.py).
+# with `kwire record -i lo --auto` (no Kafka port given: it finds the Kafka
+# connections itself; a capture filter on the broker's two ports only keeps other
+# brokers on the host out), stops everything, then decodes the capture with the same
+# kwire and checks it (tests/live/check_appendix.py).
 #
 #   tests/live/live_appendix.sh KWIRE_BINARY
 #
