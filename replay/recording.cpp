@@ -82,6 +82,12 @@ class Collector : public FrameHandler {
     if (f.program) {
       if (f.program->controller_only && s.skip.empty())
         s.skip = "a broker's connection to its KRaft controller (" + std::string(f.program->api_name) + ")";
+      // Requests only brokers send to brokers (their specs say so in prose):
+      // transaction markers, and AddPartitionsToTxn from v4, the version
+      // brokers use to verify a transactional write.
+      if (s.skip.empty() && (f.program->api_name == "WriteTxnMarkers" ||
+                             (f.program->api_name == "AddPartitionsToTxn" && f.api_version >= 4)))
+        s.skip = "a broker's own inter-broker requests (" + std::string(f.program->api_name) + ")";
       if (f.program->api_name == "Produce") {
         const Node* acks = f.body ? find_field(f, ps_, f.body, "Acks") : nullptr;
         if (acks && acks->v.i == 0) e.expects_response = false;

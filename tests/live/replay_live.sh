@@ -62,7 +62,7 @@ testbed_build
 
 # start_broker [server.properties lines...]: a fresh broker; sets PORT, BROKER_PID.
 start_broker() {
-    KWIRE_BROKER_INFO=$WORK/broker.env KWIRE_BROKER_LOG=$WORK/broker.log KWIRE_BROKER_PROPS="$*" \
+    KWIRE_BROKER_INFO=$WORK/broker.env KWIRE_BROKER_LOG=$WORK/broker.log KWIRE_BROKER_PROPS="$(printf '%s\n' "$@")" \
         "$REPO/testbed/run-broker" >"$WORK/run-broker.out" 2>&1 &
     BROKER_SH=$!
     for _ in $(seq 1 240); do
@@ -126,7 +126,9 @@ demo|stateful)
     note "ok"
     ;;
 txn)
-    start_broker
+    # As the scenario's broker: transaction.version=1 (clients send AddPartitionsToTxn and
+    # AddOffsetsToTxn), heartbeats every 2 s for consumer groups too.
+    KWIRE_BROKER_FEATURES="transaction.version=1" start_broker "group.consumer.min.heartbeat.interval.ms=1000" "group.consumer.heartbeat.interval.ms=2000"
     replay -r "$REPO/captures/txn-consumer.pcapng" --setup -q
     expect_clean
     grep -q "learned" "$WORK/replay.out" || fail "nothing learned from the target"
