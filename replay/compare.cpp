@@ -274,7 +274,9 @@ class Walker {
     std::vector<uint32_t> re, le;
     for (uint32_t c : Children(rec_, r)) if (!timer_element(rec_, c)) re.push_back(c);
     for (uint32_t c : Children(live_, l)) if (!timer_element(live_, c)) le.push_back(c);
-    if (re.empty() || le.empty() || rec_.nodes[re[0]].type != WireType::Struct) {
+    const bool structs = (!re.empty() && rec_.nodes[re[0]].type == WireType::Struct) ||
+                         (!le.empty() && live_.nodes[le[0]].type == WireType::Struct);
+    if (!structs) {
       if (re.size() != le.size()) diff('"' + std::to_string(re.size()) + " elements\"", '"' + std::to_string(le.size()) + " elements\"");
       for (size_t i = 0; i < std::min(re.size(), le.size()); ++i) {
         Push p(*this, "[" + std::to_string(i) + "]", true);

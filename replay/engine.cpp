@@ -907,11 +907,15 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
     }
     check_expectations(ps_, live_, rules, r.differences);
   }
-  if (recorded_class == 1 && live_class == 0) {
-    // A retriable error in the capture where the target answered, and no retry
-    // left to compare with: the recorded broker was not ready yet, which is timing.
+  if (recorded_class == 1 && (live_class == 0 || live_class == 1)) {
+    // A retriable error in the capture where the target answered (and no retry
+    // left to compare with), or retriable errors on both sides: which broker
+    // was ready when is timing.
     for (auto& d : r.differences)
       if (!d.ignored && d.rule.empty()) { d.ignored = true; d.rule = "retriable error in the capture (timing)"; }
+  } else if (recorded_class == 0 && live_class == 1) {
+    // Still retriable after the retries' time was up.
+    r.note = "the target still answered with a retriable error after " + std::to_string(f.attempts) + " attempts";
   }
   bool regression = false, any = false;
   for (const auto& d : r.differences) { any = true; if (!d.ignored) regression = true; }
