@@ -120,6 +120,7 @@ struct Script::Impl {
   int on_response_ref = LUA_NOREF;
   void* null_ptr = nullptr;   // kwire.null's userdata
   int null_ref = LUA_NOREF;   // and its registry slot
+  int meta_ref = LUA_NOREF;   // the metatable of proxies
   uint64_t gen = 1;           // advances after every hook call: older proxies are stale
   int cache_ref[2] = {LUA_NOREF, LUA_NOREF};   // node index -> proxy, per frame, during a call
   std::vector<Undo> undo;
@@ -209,8 +210,16 @@ struct Script::Impl {
   }
   void push_null(lua_State* L) { lua_rawgeti(L, LUA_REGISTRYINDEX, null_ref); }
 
-  // Pushes the proxy of a struct, array or records node; one per node and
-  // frame during a call, so that lookups by position stay cheap in loops.
+  void new_proxy(lua_State* L, Frame* f, uint32_t node, Mode mode, uint8_t slot) {
+    auto* p = static_cast<Proxy*>(lua_newuserdatauv(L, sizeof(Proxy), 0));
+    *p = Proxy{f, gen, node, kNone, 0, 0, mode, slot};
+    lua_rawgeti(L, LUA_REGISTRYINDEX, meta_ref);
+    lua_setmetatable(L, -2);
+  }
+
+  // Pushes the proxy of a struct, array or records node inside header or
+  // body; one per node and frame during a call, so that lookups by position
+  // stay cheap in loops.
   void push_proxy(lua_State* L, Frame* f, uint32_t node, Mode mode, uint8_t slot) {
     if (cache_ref[slot] == LUA_NOREF) {
       lua_createtable(L, 0, 0);
@@ -222,9 +231,7 @@ struct Script::Impl {
       return;
     }
     lua_pop(L, 1);
-    auto* p = static_cast<Proxy*>(lua_newuserdatauv(L, sizeof(Proxy), 0));
-    *p = Proxy{f, gen, node, kNone, 0, 0, mode, slot};
-    luaL_setmetatable(L, kNodeMeta);
+    new_proxy(L, f, node, mode, slot);
     lua_pushvalue(L, -1);
     lua_rawseti(L, -3, node);
     lua_remove(L, -2);
@@ -726,7 +733,7 @@ struct Script::Impl {
     luaL_setfuncs(L, meta, 1);
     lua_pushliteral(L, "kwire message");
     lua_setfield(L, -2, "__metatable");
-    lua_pop(L, 1);
+    meta_ref = luaL_ref(L, LUA_REGISTRYINDEX);
 
     // How Lua will name the file in messages: asked of an empty chunk of the
     // same name, since a syntax error leaves no function to ask.
@@ -792,10 +799,11 @@ struct Script::Impl {
     if (f.direction == Direction::Request) lua_pushliteral(L, "request");
     else lua_pushliteral(L, "response");
     lua_setfield(L, -2, "direction");
-    if (!f.nodes.empty()) push_proxy(L, fp, 0, mode, slot);
+    // header and body are reached only through msg: no need to cache them.
+    if (!f.nodes.empty()) new_proxy(L, fp, 0, mode, slot);
     else push_null(L);
     lua_setfield(L, -2, "header");
-    if (f.body) push_proxy(L, fp, f.body, mode, slot);
+    if (f.body) new_proxy(L, fp, f.body, mode, slot);
     else push_null(L);
     lua_setfield(L, -2, "body");
   }
