@@ -20,8 +20,9 @@
 // have, reads as nil. Structs and arrays are proxies onto the decoded
 // message, built only when read, so a hook that looks at nothing costs a few
 // allocations per message: index them, assign to them, take # of arrays, and
-// walk them with ipairs/pairs (table.insert, table.sort and table.concat work
-// too). type() calls them "userdata"; rawget, rawset and next do not see their
+// walk them with ipairs/pairs; table.concat and table.sort work on them,
+// table.insert and table.remove fail (elements cannot be added or removed).
+// type() calls them "userdata"; rawget, rawset and next do not see their
 // fields. Arrays are 1-based. A proxy is only valid during the hook call that
 // handed it out: kept in a global and used in a later call, it is an error.
 //
@@ -43,8 +44,11 @@
 // does not have, or an array index past the end (elements cannot be added or
 // removed). A nullable array or struct may be set to kwire.null (its
 // contents are then not sent); any other assignment to an array or struct is
-// an error: edit its fields instead. Editing header.correlationId also sets
-// Frame::correlation_id. When the hook fails, every edit it made is undone.
+// an error: edit its fields instead (a nulled one keeps its nodes in the
+// tape; the encoder skips them). Editing header.correlationId also sets
+// Frame::correlation_id. Edited nodes keep the offset and length of the
+// recorded bytes: FrameEncoder writes the result. When the hook fails, every
+// edit it made is undone.
 // The other fields of msg (apiKey, direction, ...) are copies: changing
 // them has no effect.
 //
@@ -52,7 +56,8 @@
 //
 // The environment: all of Lua's standard libraries except os.execute,
 // io.popen and os.exit; `print` writes like kwire.log, to stderr (stdout is
-// replay's). Plus the table `kwire`:
+// replay's). This is no security boundary: a script can read and write files
+// (io.open, os.remove, require) with replay's rights. Plus the table `kwire`:
 //   kwire.null              the null value
 //   kwire.log(...)          writes "script: " and its arguments (tostring,
 //                           tab-separated) as one line to stderr
@@ -70,6 +75,7 @@
 // state: one hook runs at a time, on one thread.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -97,6 +103,7 @@ class Script {
   ~Script();
   // Loads FILE (a Lua 5.4 chunk defining global functions on_request and/or on_response).
   // Null with `error` set ("FILE:LINE: message") when it cannot be loaded or defines neither.
+  // `ps` must outlive the Script.
   static std::unique_ptr<Script> load(const std::string& file, const ProgramSet& ps, std::string& error);
   bool has_on_request() const;
   bool has_on_response() const;
@@ -110,9 +117,8 @@ class Script {
   bool on_response(const Frame& live, const Frame& recorded, const HookContext& ctx,
                    std::vector<Expectation>& add, std::string& error);
 
-  struct Impl;
-
  private:
+  struct Impl;
   explicit Script(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
