@@ -374,14 +374,13 @@ struct Script::Impl {
     const Node& n = f.nodes[p->node];
     if (array_like(n)) {
       lua_Integer pos;
+      if (p->mode == kInRecords) return fail_at(f, p->node, "inside records, which are sent as recorded");
       if (!position(L, 2, pos)) return fail_at(f, p->node, "an array is indexed by integers");
       uint32_t size = count(*p);
       if (pos < 1 || pos > size)
         return fail_at(f, p->node, "no element at Lua index " + std::to_string(pos) + " (it has " + std::to_string(size) +
                                        "); elements cannot be added or removed");
-      uint32_t c = element(*p, static_cast<uint32_t>(pos));
-      if (p->mode == kInRecords) return fail_at(f, c, "inside records, which are sent as recorded");
-      return assign(L, *p, c, 3);
+      return assign(L, *p, element(*p, static_cast<uint32_t>(pos)), 3);
     }
     if (lua_type(L, 2) != LUA_TSTRING) return fail_at(f, p->node, "field names are strings");
     size_t len;
