@@ -8,6 +8,7 @@
 #include "replay/engine.hpp"
 #include "replay/recording.hpp"
 #include "replay/report.hpp"
+#include "replay/script.hpp"
 #include "replay/state.hpp"
 
 namespace kwire::cli {
@@ -44,6 +45,9 @@ const char* kReplayHelp =
     "  --report FILE.json    the report as JSON\n"
     "  --junit FILE.xml      the report as JUnit XML, one test case per session\n"
     "  --record-out FILE     the replay's own traffic as pcapng (open it beside CAPTURE)\n"
+    "  --script FILE.lua     hooks: on_request(msg, ctx) may edit a request's fields or\n"
+    "                        return false to skip it; on_response(msg, recorded, ctx) may\n"
+    "                        add expectations with kwire.expect(path, value)\n"
     "  --timeout S           per-request timeout, seconds (default 30; at least twice the\n"
     "                        recorded latency)\n"
     "  --reconnect-timeout S give a connection up after S seconds unreachable (default 10)\n"
@@ -95,7 +99,7 @@ int replay_command(std::vector<std::string> args) {
   std::string error;
   auto fail = [](const std::string& m) { std::cerr << "kwire replay: " << m << "\n"; return 2; };
   if (!apply_spec_options(args, ps, error)) return fail(error);
-  std::string file, report_json, junit;
+  std::string file, report_json, junit, script_file;
   replay::ReplayOptions o;
   SessionOptions session;
   bool have_target = false, default_ignores = true, quiet = false;
@@ -114,7 +118,7 @@ int replay_command(std::vector<std::string> args) {
     if (a == "-q") { quiet = true; continue; }
     static const std::set<std::string> with_value = {
         "-r", "--target", "--map", "-p", "--timing", "--speed", "--api", "--group", "--conn", "--rename-group",
-        "--rename-topic", "--ignore", "--expect", "--report", "--junit", "--record-out", "--timeout",
+        "--rename-topic", "--ignore", "--expect", "--report", "--junit", "--record-out", "--script", "--timeout",
         "--reconnect-timeout", "--sasl-plain"};
     if (!with_value.count(a)) return fail("unknown option " + a + " (kwire replay --help lists them)");
     if (!(v = next())) return fail(a + " needs a value");
@@ -177,6 +181,7 @@ int replay_command(std::vector<std::string> args) {
     else if (a == "--report") report_json = *v;
     else if (a == "--junit") junit = *v;
     else if (a == "--record-out") o.record_out = *v;
+    else if (a == "--script") script_file = *v;
     else if (a == "--timeout" || a == "--reconnect-timeout") {
       double s = -1;
       try { s = std::stod(*v); } catch (...) {}
@@ -195,6 +200,24 @@ int replay_command(std::vector<std::string> args) {
   if (default_ignores) o.compare.ignore = replay::default_ignore_rules();
   for (auto& r : extra_ignores) o.compare.ignore.push_back(std::move(r));
   o.progress = !quiet && isatty(2);
+  std::unique_ptr<replay::Script> script;
+  if (!script_file.empty()) {
+    script = replay::Script::load(script_file, ps, error);
+    if (!script) return fail("--script: " + error);
+    replay::Script* sp = script.get();
+    if (sp->has_on_request())
+      o.on_request = [sp](Frame& f, uint64_t frame, const std::string& conn, bool& skip, std::string& err) {
+        return sp->on_request(f, replay::HookContext{frame, conn}, skip, err);
+      };
+    if (sp->has_on_response())
+      o.on_response = [sp](const Frame& live, const Frame& recorded, uint64_t frame, const std::string& conn,
+                           std::vector<std::pair<std::string, std::string>>& expect, std::string& err) {
+        std::vector<replay::Expectation> add;
+        bool ok = sp->on_response(live, recorded, replay::HookContext{frame, conn}, add, err);
+        for (auto& e : add) expect.emplace_back(std::move(e.path), std::move(e.value));
+        return ok;
+      };
+  }
 
   replay::Recording rec;
   if (!replay::load_recording(file, ps, session, rec, error)) return fail("cannot read " + file + ": " + error);
