@@ -168,6 +168,20 @@ void subtree_json(const ProgramSet& ps, const Frame& f, uint32_t i, std::string&
 }
 }  // namespace
 
+void sticky_lookahead(const ProgramSet& ps, const Frame& next, const std::string& member, StickyMemory& memory) {
+  if (!next.program || !next.body) return;
+  for (const auto& s : sticky_fields()) {
+    if (s.api != next.program->api_name) continue;
+    std::string_view name = s.path.substr(5);  // after "body."
+    for (uint32_t c : Children(next, next.body)) {
+      if (next.nodes[c].desc == kDescUnknownTag || ps.field(next.nodes[c].desc).json_name != name) continue;
+      const std::string key = member + '\x1f' + std::string(s.api) + '\x1f' + std::string(s.path);
+      if (next.nodes[c].is_null()) memory.next.erase(key);
+      else { std::string v; subtree_json(ps, next, c, v); memory.next[key] = v; }
+    }
+  }
+}
+
 std::string json_value(const ProgramSet& ps, const Frame& f, uint32_t i) {
   const Node& n = f.nodes[i];
   if (n.is_null()) return "null";
@@ -242,9 +256,16 @@ class Walker {
       // Compared by effective value: null keeps the member's last one.
       const std::string key = member_ + '\x1f' + std::string(api_) + '\x1f' + path_;
       std::string a, b;
+      const std::string previous = memory_->recorded[key];
       if (!rn.is_null()) { subtree_json(ps_, rec_, r, a); memory_->recorded[key] = a; } else a = memory_->recorded[key];
       if (!ln.is_null()) { subtree_json(ps_, live_, l, b); memory_->live[key] = b; } else b = memory_->live[key];
-      if (a != b) diff(json_text(a), json_text(b));
+      if (a == b) return;
+      auto next = memory_->next.find(key);
+      if ((next != memory_->next.end() && next->second == b) || (!previous.empty() && previous == b)) {
+        out_.push_back({path_, json_text(a), json_text(b), "assignment one heartbeat earlier or later (timing)", true});
+        return;
+      }
+      diff(json_text(a), json_text(b));
       return;
     }
     if (rn.is_null() || ln.is_null() || rn.type != ln.type) {

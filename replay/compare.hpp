@@ -71,7 +71,14 @@ const std::vector<TimerStatus>& timer_statuses();
 // The last effective value of each sticky field, per member connection.
 struct StickyMemory {
   std::unordered_map<std::string, std::string> recorded, live;
+  // The value the capture shows at the member's next response of the same
+  // api: a target that hands an assignment out one heartbeat earlier (or
+  // later, matching the previous value) differs in timing only.
+  std::unordered_map<std::string, std::string> next;
 };
+// Fills memory.next from the member's next recorded response of that api.
+void sticky_lookahead(const ProgramSet& ps, const Frame& next_recorded, const std::string& member,
+                      StickyMemory& memory);
 
 // Appends the differences between `recorded` and `live` (both decoded as the
 // same api and version) to `out`, ignored ones flagged; then the expectations

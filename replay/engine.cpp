@@ -889,6 +889,18 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
   if (!live_.ok()) {
     r.differences.push_back({"", "\"a response that decodes\"", "\"" + live_.errors.front().reason + "\"", "", false});
   }
+  {
+    // What the capture shows at this member's next answer of the same api.
+    sticky_.next.clear();
+    for (uint32_t k = f.exchange + 1; k < c.s->exchanges.size(); ++k) {
+      const Exchange& later = c.s->exchanges[k];
+      if (later.api_key != e.api_key || later.response.empty()) continue;
+      Frame probe;
+      dec_.decode_response(later.response, later.api_key, later.api_version, probe);
+      sticky_lookahead(ps_, probe, std::to_string(c.s->id), sticky_);
+      break;
+    }
+  }
   compare(ps_, recorded_resp_, live_, o_.compare, r.differences, &sticky_, std::to_string(c.s->id));
   if (o_.on_response) {
     std::vector<std::pair<std::string, std::string>> add;
