@@ -707,7 +707,7 @@ TEST(TxnConsumerCapture, ReadCommittedFetchSessionSeesEveryOffsetAndTheAbortedTr
     for (const auto& t : body["topics"]) EXPECT_EQ(t["topicId"], txn_in);
     if (i == 0) continue;
     EXPECT_EQ(body["sessionId"], session);
-    if (i + 1 < fetches.size()) EXPECT_EQ(body["sessionEpoch"], static_cast<int>(i));
+    if (i + 1 < fetches.size()) { EXPECT_EQ(body["sessionEpoch"], static_cast<int>(i)); }
   }
   EXPECT_EQ(fetches.back()["body"]["sessionEpoch"], -1) << "the consumer closes its session";
 

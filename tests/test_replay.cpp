@@ -1,0 +1,243 @@
+// kwire replay's parts that need no broker: path patterns, the comparison of
+// a live response with a recorded one, and the substitution of values the
+// broker hands out. Messages are built byte by byte from the specs (test_support).
+#include <gtest/gtest.h>
+
+#include "dissector/protocol/decoder.hpp"
+#include "dissector/protocol/encoder.hpp"
+#include "dissector/protocol/records.hpp"
+#include "replay/compare.hpp"
+#include "replay/state.hpp"
+#include "tests/test_support.hpp"
+
+namespace kwire {
+namespace {
+
+using test::Bytes;
+
+const ProgramSet& ps() { return ProgramSet::release(); }
+
+std::vector<std::string_view> segs(std::initializer_list<std::string_view> s) { return s; }
+
+TEST(ReplayPattern, SegmentsWildcardsApiAndSubtrees) {
+  replay::PathPattern p;
+  std::string error;
+  ASSERT_TRUE(replay::parse_pattern("**.throttleTimeMs", p, error)) << error;
+  EXPECT_TRUE(p.matches("Fetch", segs({"body", "throttleTimeMs"})));
+  EXPECT_TRUE(p.matches("Fetch", segs({"body", "responses", "throttleTimeMs"})));
+  EXPECT_FALSE(p.matches("Fetch", segs({"body", "throttleTimeMsX"})));
+  ASSERT_TRUE(replay::parse_pattern("Fetch:body.responses.partitions.records", p, error));
+  EXPECT_EQ(p.api, "Fetch");
+  EXPECT_TRUE(p.matches("Fetch", segs({"body", "responses", "partitions", "records", "baseOffset"})));  // subtree
+  EXPECT_FALSE(p.matches("Produce", segs({"body", "responses", "partitions", "records"})));
+  EXPECT_FALSE(p.matches("Fetch", segs({"body", "responses", "partitions"})));
+  ASSERT_TRUE(replay::parse_pattern("**.*Timestamp", p, error));
+  EXPECT_FALSE(p.matches("ListOffsets", segs({"body", "topics", "partitions", "timestamp"})));
+  EXPECT_TRUE(p.matches("X", segs({"body", "maxTimestamp"})));
+  ASSERT_TRUE(replay::parse_pattern("body.results[0].errorCode", p, error));  // indices do not take part
+  EXPECT_TRUE(p.matches("X", segs({"body", "results", "errorCode"})));
+  EXPECT_FALSE(replay::parse_pattern("body..x", p, error));
+  EXPECT_NE(error.find("column 6"), std::string::npos) << error;
+  EXPECT_FALSE(replay::parse_pattern("body.a[0", p, error));
+}
+
+// ProduceResponse v11 (flexible): one topic by name, the given partitions.
+std::vector<uint8_t> produce_response(const std::vector<std::pair<int, int64_t>>& partitions, int error = 0) {
+  Bytes b;
+  b.i32(7).tags0();                            // correlation id, header tags
+  b.carr(1).cstr("orders").carr(partitions.size());
+  for (auto [index, base] : partitions)
+    b.i32(index).i16(error).i64(base).i64(-1).i64(0)  // Index, ErrorCode, BaseOffset, LogAppendTimeMs, LogStartOffset
+        .carr(0).cnull().tags0();                      // RecordErrors, ErrorMessage
+  b.tags0();                                   // topic tags
+  b.i32(0).tags0();                            // ThrottleTimeMs, body tags
+  return b.message();
+}
+
+std::vector<replay::Difference> diff(const std::vector<uint8_t>& rec, const std::vector<uint8_t>& live, int api,
+                                     int version, const replay::CompareOptions& o = {}) {
+  FrameDecoder d(ps());
+  Frame a, b;  // rec and live outlive them
+  d.decode_response(rec, static_cast<int16_t>(api), static_cast<int16_t>(version), a);
+  d.decode_response(live, static_cast<int16_t>(api), static_cast<int16_t>(version), b);
+  EXPECT_TRUE(a.ok() && b.ok()) << (a.ok() ? b.errors.front().reason : a.errors.front().reason);
+  std::vector<replay::Difference> out;
+  replay::compare(ps(), a, b, o, out);
+  return out;
+}
+
+TEST(ReplayCompare, EqualAnswersHaveNoDifferences) {
+  EXPECT_TRUE(diff(produce_response({{0, 5}, {1, 9}}), produce_response({{0, 5}, {1, 9}}), 0, 11).empty());
+}
+
+TEST(ReplayCompare, ArrayOrderIsNotADifference) {
+  EXPECT_TRUE(diff(produce_response({{0, 5}, {1, 9}}), produce_response({{1, 9}, {0, 5}}), 0, 11).empty());
+}
+
+TEST(ReplayCompare, ElementsPairByIdentityAndPathsUseJsonNames) {
+  auto d = diff(produce_response({{0, 5}, {1, 9}}), produce_response({{1, 9}, {0, 6}}), 0, 11);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].path, "body.responses[0].partitionResponses[0].baseOffset");
+  EXPECT_EQ(d[0].recorded, "5");
+  EXPECT_EQ(d[0].replayed, "6");
+  EXPECT_FALSE(d[0].ignored);
+}
+
+TEST(ReplayCompare, ErrorCodesAndMissingElements) {
+  auto d = diff(produce_response({{0, 5}}), produce_response({{0, 5}, {2, 0}}, 0), 0, 11);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].path, "body.responses[0].partitionResponses[+1]");
+  EXPECT_EQ(d[0].recorded, "\"(absent)\"");
+  d = diff(produce_response({{0, 5}}), produce_response({{0, 5}}, 6), 0, 11);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].path, "body.responses[0].partitionResponses[0].errorCode");
+  EXPECT_EQ(d[0].replayed, "6");
+}
+
+TEST(ReplayCompare, IgnoreRulesFlagButKeepDifferences) {
+  replay::CompareOptions o;
+  o.ignore = replay::default_ignore_rules();
+  std::string error;
+  replay::IgnoreRule r;
+  ASSERT_TRUE(replay::parse_pattern("Produce:body.responses.partitionResponses.baseOffset", r.pattern, error));
+  o.ignore.push_back(r);
+  auto d = diff(produce_response({{0, 5}}), produce_response({{0, 6}}), 0, 11, o);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_TRUE(d[0].ignored);
+  EXPECT_EQ(d[0].rule, "Produce:body.responses.partitionResponses.baseOffset");
+}
+
+TEST(ReplayCompare, ExpectationsOnLiveValuesAndErrorNames) {
+  replay::CompareOptions o;
+  replay::ExpectRule e;
+  std::string error;
+  ASSERT_TRUE(replay::parse_pattern("Produce:body.responses[0].partitionResponses[0].errorCode", e.pattern, error));
+  e.path = "body.responses[0].partitionResponses[0].errorCode";
+  e.value = "NOT_LEADER_OR_FOLLOWER";  // 6
+  o.expect.push_back(e);
+  EXPECT_TRUE(diff(produce_response({{0, 5}}, 6), produce_response({{0, 5}}, 6), 0, 11, o).empty());
+  auto d = diff(produce_response({{0, 5}}), produce_response({{0, 5}}), 0, 11, o);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].replayed, "0");
+  EXPECT_EQ(d[0].recorded, "\"NOT_LEADER_OR_FOLLOWER\"");
+}
+
+TEST(ReplayState, MemberEpochsAreLearnedPerMemberAndWrittenIntoLaterRequests) {
+  FrameDecoder d(ps());
+  replay::ReplayState st(ps(), {});
+  // Frames view the bytes they were decoded from: keep those alive.
+  const auto req_b = test::heartbeat_request(1, "m-1", 0), rec_b = test::heartbeat_response(1, "m-1", 3),
+             live_b = test::heartbeat_response(1, "m-1", 5), next_b = test::heartbeat_request(2, "m-1", 3),
+             other_b = test::heartbeat_request(3, "m-2", 3);
+  Frame req, rec, live;
+  d.decode_request(req_b, req);
+  d.decode_response(rec_b, 88, 1, rec);
+  d.decode_response(live_b, 88, 1, live);
+  ASSERT_TRUE(req.ok() && rec.ok() && live.ok());
+  st.learn(req, rec, live, 1);
+
+  Frame next;
+  d.decode_request(next_b, next);
+  EXPECT_EQ(st.rewrite_request(next, 1), 1);
+  std::vector<uint8_t> bytes;
+  std::string error;
+  ASSERT_TRUE(FrameEncoder(ps()).encode(next, bytes, error)) << error;
+  EXPECT_EQ(bytes, test::heartbeat_request(2, "m-1", 5));
+
+  // Another member's epoch 3 is its own.
+  Frame other;
+  d.decode_request(other_b, other);
+  EXPECT_EQ(st.rewrite_request(other, 1), 0);
+
+  // The recorded response, translated, compares equal to the live one.
+  st.translate_response(rec, req, 1);
+  std::vector<replay::Difference> out;
+  replay::compare(ps(), rec, live, {}, out);
+  EXPECT_TRUE(out.empty()) << out.front().path;
+}
+
+// InitProducerId v5 response (flexible): throttle, error, producer id, epoch.
+std::vector<uint8_t> init_producer_id_response(int64_t pid, int epoch) {
+  Bytes b;
+  b.i32(4).tags0().i32(0).i16(0).i64(pid).i16(epoch).tags0();
+  return b.message();
+}
+std::vector<uint8_t> init_producer_id_request() {
+  Bytes b = test::request_header_v2(22, 5, 4);
+  b.cstr("tx-1").i32(60000).i64(-1).i16(-1).tags0();
+  return b.message();
+}
+
+std::vector<uint8_t> batch(int64_t pid, int16_t epoch) {
+  BatchSpec s;
+  s.producer_id = pid;
+  s.producer_epoch = epoch;
+  s.base_sequence = 0;
+  s.transactional = true;
+  s.base_timestamp = 1700000000000;
+  s.records = {RecordSpec{0, "k1", "v1", {}}, RecordSpec{1, "k2", "v2", {}}};
+  return encode_record_batch(s);
+}
+
+// ProduceRequest v13 (flexible; topics by id) carrying `records`.
+std::vector<uint8_t> produce_request(const std::vector<uint8_t>& records, uint8_t topic_fill) {
+  Bytes b = test::request_header_v2(0, 13, 9);
+  b.cstr("tx-1").i16(-1).i32(30000).carr(1).uuid(topic_fill).carr(1).i32(0).cbytes(records).tags0().tags0().tags0();
+  return b.message();
+}
+
+TEST(ReplayState, ProducerIdsAreRewrittenInsideRecordBatchesWithANewCrc) {
+  FrameDecoder d(ps());
+  replay::ReplayState st(ps(), {});
+  const auto req_b = init_producer_id_request(), rec_b = init_producer_id_response(1000, 0),
+             live_b = init_producer_id_response(4242, 3), produce_b = produce_request(batch(1000, 0), 0x11);
+  Frame req, rec, live;
+  d.decode_request(req_b, req);
+  d.decode_response(rec_b, 22, 5, rec);
+  d.decode_response(live_b, 22, 5, live);
+  ASSERT_TRUE(req.ok() && rec.ok() && live.ok());
+  st.learn(req, rec, live, 1);
+
+  Frame produce;
+  d.decode_request(produce_b, produce);
+  ASSERT_TRUE(produce.ok()) << produce.errors.front().reason;
+  st.rewrite_request(produce, 2);
+  std::vector<uint8_t> bytes;
+  std::string error;
+  ASSERT_TRUE(FrameEncoder(ps()).encode(produce, bytes, error)) << error;
+  // Byte for byte what a producer with id 4242, epoch 3 sends (encoded by the records encoder).
+  EXPECT_EQ(bytes, produce_request(batch(4242, 3), 0x11));
+}
+
+// MetadataResponse v12: one topic with a name and an id, no brokers.
+std::vector<uint8_t> metadata_response(const std::string& topic, uint8_t id_fill) {
+  Bytes b;
+  b.i32(3).tags0();
+  b.i32(0).carr(0).cstr("cluster-x").i32(1)         // throttle, brokers, ClusterId, ControllerId
+      .carr(1).i16(0).cstr(topic).uuid(id_fill).i8(0).carr(0).i32(-2147483648).tags0()
+      .tags0();
+  return b.message();
+}
+
+TEST(ReplayState, TopicIdsMapByNameAndRenamesApply) {
+  FrameDecoder d(ps());
+  replay::ReplayState st(ps(), {"", "t2-"});
+  const auto rec_b = metadata_response("orders", 0x11), live_b = metadata_response("t2-orders", 0x77),
+             produce_b = produce_request(batch(-1, -1), 0x11);
+  Frame rec, live;
+  d.decode_response(rec_b, 3, 12, rec);
+  d.decode_response(live_b, 3, 12, live);
+  ASSERT_TRUE(rec.ok() && live.ok()) << (rec.ok() ? live.errors.front().reason : rec.errors.front().reason);
+  st.learn_topics(rec, false);
+  st.learn_topics(live, true);
+  Frame produce;
+  d.decode_request(produce_b, produce);
+  EXPECT_EQ(st.rewrite_request(produce, 1), 1);
+  std::vector<uint8_t> bytes;
+  std::string error;
+  ASSERT_TRUE(FrameEncoder(ps()).encode(produce, bytes, error)) << error;
+  EXPECT_EQ(bytes, produce_request(batch(-1, -1), 0x77));
+}
+
+}  // namespace
+}  // namespace kwire
