@@ -5,7 +5,7 @@ BUILD_TEST ?= build-test
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all build demo test bench bench-record deps clean captures conformance fuzz-smoke install-plugin
+.PHONY: all build demo test bench bench-record bench-replay deps clean captures conformance fuzz-smoke install-plugin
 
 all: build
 
@@ -66,6 +66,13 @@ bench-record: deps
 	cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DKWIRE_BENCH=ON -DKWIRE_TESTS=OFF
 	cmake --build build-bench -j $(JOBS) --target kwire kwire-loopgen
 	bench/record-bench build-bench
+
+# kwire replay against a canned-response loopback responder: requests/s and
+# per CPU-second in fast mode, gap error with recorded timing. See bench/replay-bench.
+bench-replay: deps
+	cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DKWIRE_BENCH=ON -DKWIRE_TESTS=OFF
+	cmake --build build-bench -j $(JOBS) --target kwire kwire-replay-fixture
+	bench/replay-bench build-bench
 
 # Conformance with Kafka's own serializers: rebuilds the full corpus with
 # kafka-clients 4.4.0 (JDK + Maven) and runs both directions.
