@@ -1,17 +1,19 @@
 // kwire-replay-fixture: the two halves of the `kwire replay` benchmark
 // (bench/replay-bench).
 //
-//   kwire-replay-fixture capture OUT.pcapng --requests N --connections K --gap-us G [--from CAPTURE]
+//   kwire-replay-fixture capture OUT.pcapng --requests N --connections K --gap-us G [--depth D] [--from CAPTURE]
 //     A synthetic capture of N request/response pairs, round-robin over K
 //     client connections (127.0.0.1:50000+k) to one broker, 127.0.0.1:9092.
 //     The messages are real ones: the client exchanges of CAPTURE (default
 //     captures/stateful.pcapng) whose api is StreamsGroupHeartbeat, Metadata,
 //     OffsetCommit, ListOffsets, FindCoordinator, ApiVersions or Fetch, cycled
 //     through in order, their correlation ids renumbered per connection.
-//     A connection's requests are G us apart, but never closer than its
-//     previous response (each comes 200 us after its request), so a
-//     connection has one request in flight, as a client that does not
-//     pipeline. IPv4 without link layer (LINKTYPE_RAW), a handshake per
+//     A connection sends its requests in groups of D (default 1) back to
+//     back, 1 us apart; groups are G us apart, and never closer than the
+//     group's responses (each comes 200 us after its request). So a
+//     connection has up to D requests in flight: 1 is a client that does not
+//     pipeline, 5 a producer at Kafka's default
+//     max.in.flight.requests.per.connection. IPv4 without link layer (LINKTYPE_RAW), a handshake per
 //     connection, then data segments of at most 16 KiB.
 //
 //   kwire-replay-fixture serve --capture CAPTURE [--port P]
@@ -56,7 +58,7 @@ namespace {
 
 int usage() {
   std::fprintf(stderr,
-               "usage: kwire-replay-fixture capture OUT.pcapng --requests N --connections K --gap-us G [--from CAPTURE]\n"
+               "usage: kwire-replay-fixture capture OUT.pcapng --requests N --connections K --gap-us G [--depth D] [--from CAPTURE]\n"
                "                                    [--canned-responses]\n"
                "       kwire-replay-fixture serve --capture CAPTURE [--port P]\n");
   return 2;
@@ -156,7 +158,7 @@ struct Writer {
 int capture_main(int argc, char** argv) {
   if (argc < 3) return usage();
   std::string out = argv[2], from = "captures/stateful.pcapng";
-  long long requests = -1, connections = -1, gap_us = -1;
+  long long requests = -1, connections = -1, gap_us = -1, depth = 1;
   bool canned = false;
   for (int i = 3; i < argc; ++i) {
     std::string a = argv[i];
@@ -165,11 +167,12 @@ int capture_main(int argc, char** argv) {
     if (a == "--requests") requests = std::atoll(v);
     else if (a == "--connections") connections = std::atoll(v);
     else if (a == "--gap-us") gap_us = std::atoll(v);
+    else if (a == "--depth") depth = std::atoll(v);
     else if (a == "--from") from = v;
     else if (a == "--canned-responses") { canned = true; --i; }
     else return usage();
   }
-  if (requests <= 0 || connections <= 0 || connections > 10000 || gap_us < 0) return usage();
+  if (requests <= 0 || connections <= 0 || connections > 10000 || gap_us < 0 || depth < 1 || depth > 1000) return usage();
 
   ProgramSet ps = ProgramSet::release();
   std::set<int16_t> apis;
@@ -200,7 +203,8 @@ int capture_main(int argc, char** argv) {
     conns[k] = {0x7f000001, 0x7f000001, uint16_t(50000 + k), 9092, 1000u + 7919u * uint32_t(k), 5000u + 104729u * uint32_t(k)};
   }
   constexpr int64_t kLatencyUs = 200;
-  const int64_t spacing = std::max<int64_t>(gap_us, kLatencyUs + 1);  // per connection
+  // per connection, between groups of `depth` requests sent back to back
+  const int64_t spacing = std::max<int64_t>(gap_us, kLatencyUs + depth + 1);
   const int64_t t0 = 1'700'000'000'000'000;
   int64_t t = t0;
   for (auto& c : conns) {  // handshakes, 1 us apart
@@ -213,14 +217,16 @@ int capture_main(int argc, char** argv) {
   }
   const int64_t start = t + 1000;
 
-  // Request j goes to connection j % K at start + (j / K) * spacing + (j % K) * spacing / K,
-  // its response 200 us later; packets go out in time order.
+  // Request j goes to connection j % K as its n-th (n = j / K): in group n / depth, slot
+  // n % depth, at start + group * spacing + (j % K) * spacing / K + slot; its response
+  // 200 us later; packets go out in time order. A connection has up to `depth` in flight.
   struct Event { int64_t ts; uint64_t j; bool response; };
   std::vector<Event> events;
   events.reserve(static_cast<size_t>(requests) * 2);
   const uint64_t K = conns.size();
   for (uint64_t j = 0; j < static_cast<uint64_t>(requests); ++j) {
-    int64_t ts = start + int64_t(j / K) * spacing + int64_t(j % K) * spacing / int64_t(K);
+    const int64_t n = int64_t(j / K);
+    int64_t ts = start + (n / depth) * spacing + int64_t(j % K) * spacing / int64_t(K) + n % depth;
     events.push_back({ts, j, false});
     events.push_back({ts + kLatencyUs, j, true});
   }
@@ -229,14 +235,14 @@ int capture_main(int argc, char** argv) {
   for (const Event& e : events) {
     Conn& c = conns[e.j % K];
     const replay::Exchange& x = pool[e.j % pool.size()];
+    // A connection's n-th request has correlation id n + 1.
+    const uint32_t corr = uint32_t(e.j / K + 1);
     if (!e.response) {
-      ++c.corr;
       msg = x.request;
-      put32(msg.data() + 8, uint32_t(c.corr));
+      put32(msg.data() + 8, corr);
     } else {
       msg = x.response;
-      // Responses of a connection come in request order, one in flight: its latest id.
-      put32(msg.data() + 4, uint32_t(c.corr));
+      put32(msg.data() + 4, corr);
     }
     if (!wr.data(e.ts, c, !e.response, msg)) { std::fprintf(stderr, "kwire-replay-fixture: %s\n", wr.error.c_str()); return 1; }
   }

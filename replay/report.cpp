@@ -201,7 +201,7 @@ void write_json_report(std::ostream& out, const ReplayResult& r, const ReportCon
   }
   out << "]";
   if (!r.gap_errors_ms.empty())
-    out << ",\"timing\":{\"gaps\":" << r.gap_errors_ms.size() << ",\"gapErrorP50Ms\":" << percentile(r.gap_errors_ms, 0.5)
+    out << ",\"timingAccuracy\":{\"gaps\":" << r.gap_errors_ms.size() << ",\"gapErrorP50Ms\":" << percentile(r.gap_errors_ms, 0.5)
         << ",\"gapErrorP99Ms\":" << percentile(r.gap_errors_ms, 0.99) << "}";
   out << ",\"notes\":[";
   first = true;

@@ -123,6 +123,44 @@ int ReplayState::entity_of(uint32_t desc) const {
   return c;
 }
 
+bool ReplayState::struct_may_rewrite(uint32_t sp_idx, int depth) const {
+  if (depth > 32) return true;
+  const StructProgram& sp = ps_.structure(sp_idx);
+  auto check = [&](uint32_t first, uint32_t count) {
+    for (uint32_t i = first; i < first + count; ++i) {
+      const FieldDesc& d = ps_.field(i);
+      if (d.type == WireType::Records) return true;  // producer ids in batch headers
+      if (rule_of(i) >= 0) return true;
+      int e = entity_of(i);
+      if (e == kTopicId) return true;
+      if (e == kGroup && !renames_.group_prefix.empty()) return true;
+      if (e == kTopicName && !renames_.topic_prefix.empty()) return true;
+      if (d.name == "ClusterId" && d.type == WireType::String) return true;
+      if (d.sub >= 0 && struct_may_rewrite(static_cast<uint32_t>(d.sub), depth + 1)) return true;
+    }
+    return false;
+  };
+  return check(sp.first_field, sp.field_count) || check(sp.first_tagged, sp.tagged_count);
+}
+
+bool ReplayState::may_rewrite(const MessageProgram& m) {
+  auto it = may_rewrite_.find(&m);
+  if (it != may_rewrite_.end()) return it->second;
+  const bool yes = ps_.field(m.root).sub < 0 || struct_may_rewrite(static_cast<uint32_t>(ps_.field(m.root).sub), 0);
+  return may_rewrite_[&m] = yes;
+}
+
+bool ReplayState::learns_from(int16_t api_key) {
+  auto it = learns_from_.find(api_key);
+  if (it != learns_from_.end()) return it->second;
+  const MessageProgram* m = ps_.find_api(std::to_string(api_key));
+  bool yes = false;
+  for (const auto& r : state_rules())
+    for (std::string_view src : r.learn)
+      yes |= m && src.starts_with(m->api_name) && src.size() > m->api_name.size() && src[m->api_name.size()] == '.';
+  return learns_from_[api_key] = yes;
+}
+
 std::string ReplayState::member_key(const Frame& request) const {
   if (!request.body) return {};
   return text_of(child(request, ps_, request.body, "GroupId", "groupId")) + '\x1f' +
@@ -147,8 +185,11 @@ void ReplayState::learn_topics(const Frame& response, bool live) {
   if (!response.body) return;
   if (const Node* c = child(response, ps_, response.body, "ClusterId");
       c && !c->is_null() && c->type == WireType::String && c->aux > 0) {
-    if (live) live_cluster_id_ = std::string(c->str());
-    else recorded_cluster_ids_[std::string(c->str())] = true;
+    if (live) {
+      live_cluster_id_ = std::string(c->str());
+    } else {
+      recorded_cluster_ids_[std::string(c->str())] = true;
+    }
   }
   for (uint32_t i = response.body; i < response.nodes.size(); ++i) {
     const Node& n = response.nodes[i];
@@ -164,8 +205,18 @@ void ReplayState::learn_topics(const Frame& response, bool live) {
     static const char zero[16] = {};
     if (std::memcmp(id->v.p, zero, 16) == 0) continue;
     std::string key = raw(*id);
-    if (live) live_topic_ids_[std::string(name->str())] = key;
-    else recorded_topic_ids_[key] = std::string(name->str());
+    if (live) {
+      std::string& slot = live_topic_ids_[std::string(name->str())];
+      if (slot != key) {
+        slot = key;
+        // A different id than the capture's for this name (or an unseen name) is a substitution to make.
+        bool same = false;
+        for (const auto& [id, n] : recorded_topic_ids_) same |= id == key && renames_.topic_prefix + n == name->str();
+        if (!same) ++differing_;
+      }
+    } else {
+      recorded_topic_ids_[key] = std::string(name->str());
+    }
   }
 }
 
@@ -197,9 +248,11 @@ void ReplayState::learn(const Frame& recorded_request, const Frame& recorded, co
         case Scope::Connection: key = std::to_string(connection); break;
         case Scope::Capture: break;
       }
-      std::string& slot = values_[std::to_string(r) + '\x1e' + key][raw(*rec)];
+      const std::string from = raw(*rec), to = raw(*got);
+      std::string& slot = values_[std::to_string(r) + '\x1e' + key][from];
       if (slot.empty()) ++learned_;
-      slot = raw(*got);
+      if (to != from && slot != to) ++differing_;
+      slot = to;
     }
   }
 }

@@ -63,6 +63,19 @@ class ReplayState {
   void translate_response(Frame& recorded, const Frame& recorded_request, uint32_t connection);
 
   size_t learned() const { return learned_; }
+  size_t differing() const { return differing_; }
+  // False while every value learned so far equals the recorded one and
+  // nothing is renamed: then no request can change, and an answer equal to
+  // the recorded one byte for byte teaches nothing new.
+  bool substituting() const {
+    return differing_ > 0 || !renames_.group_prefix.empty() || !renames_.topic_prefix.empty() ||
+           (!live_cluster_id_.empty() && !recorded_cluster_ids_.empty() && !recorded_cluster_ids_.count(live_cluster_id_));
+  }
+  // Whether a request of this layout has any field rewrite_request could
+  // change (a request without one is sent as recorded, undecoded).
+  bool may_rewrite(const MessageProgram& m);
+  // Whether responses of this api are a source of learned values.
+  bool learns_from(int16_t api_key);
 
  private:
   using Map = std::unordered_map<std::string, std::string>;  // recorded raw value -> live raw value
@@ -87,7 +100,11 @@ class ReplayState {
   std::unordered_map<std::string, bool> recorded_cluster_ids_;
   std::string live_cluster_id_;
   size_t learned_ = 0;
+  size_t differing_ = 0;   // learned values (and topic ids, cluster ids) that differ from the recorded ones
   int entity_of(uint32_t desc) const;
+  bool struct_may_rewrite(uint32_t sp, int depth) const;
+  std::unordered_map<const MessageProgram*, bool> may_rewrite_;
+  std::unordered_map<int16_t, bool> learns_from_;
 };
 
 }  // namespace kwire::replay

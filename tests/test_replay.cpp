@@ -241,3 +241,55 @@ TEST(ReplayState, TopicIdsMapByNameAndRenamesApply) {
 
 }  // namespace
 }  // namespace kwire
+
+namespace kwire {
+namespace {
+
+int exit_code(const test::CommandResult& r) { return WIFEXITED(r.status) ? WEXITSTATUS(r.status) : -1; }
+
+TEST(ReplayCli, UsageErrorsExitTwoAndSayWhat) {
+  const std::string demo = std::string(KWIRE_SOURCE_DIR) + "/captures/demo.pcapng";
+  auto r = test::kwire_cmd("replay -r " + demo);
+  EXPECT_EQ(exit_code(r), 2);
+  EXPECT_NE(r.err.find("--target HOST:PORT is required"), std::string::npos) << r.err;
+  r = test::kwire_cmd("replay --target 127.0.0.1:1");
+  EXPECT_EQ(exit_code(r), 2);
+  EXPECT_NE(r.err.find("-r CAPTURE is required"), std::string::npos) << r.err;
+  r = test::kwire_cmd("replay -r " + demo + " --target 127.0.0.1");
+  EXPECT_EQ(exit_code(r), 2);
+  EXPECT_NE(r.err.find("'127.0.0.1' is not HOST:PORT"), std::string::npos) << r.err;
+  r = test::kwire_cmd("replay -r " + demo + " --target 127.0.0.1:1 --map 10.0.0.1:9092");
+  EXPECT_EQ(exit_code(r), 2);
+  EXPECT_NE(r.err.find("--map needs ADDR:PORT=HOST:PORT"), std::string::npos) << r.err;
+  r = test::kwire_cmd("replay -r " + demo + " --target 127.0.0.1:1 --api NoSuchApi");
+  EXPECT_EQ(exit_code(r), 2);
+  EXPECT_NE(r.err.find("no api named NoSuchApi"), std::string::npos) << r.err;
+  r = test::kwire_cmd("replay -r " + demo + " --target 127.0.0.1:1 --expect body.errorCode");
+  EXPECT_EQ(exit_code(r), 2);
+  r = test::kwire_cmd("replay -r " + demo + " --target 127.0.0.1:1 --timing slow");
+  EXPECT_EQ(exit_code(r), 2);
+  EXPECT_NE(r.err.find("--timing is recorded or fast, not slow"), std::string::npos) << r.err;
+  r = test::kwire_cmd("replay -r /nonexistent.pcapng --target 127.0.0.1:1");
+  EXPECT_EQ(exit_code(r), 2);
+  EXPECT_NE(r.err.find("/nonexistent.pcapng"), std::string::npos) << r.err;
+  r = test::kwire_cmd("replay -r " + demo + " --target 127.0.0.1:1 --script /nonexistent.lua");
+  EXPECT_EQ(exit_code(r), 2);
+  EXPECT_NE(r.err.find("/nonexistent.lua"), std::string::npos) << r.err;
+}
+
+TEST(ReplayCli, HelpAndRules) {
+  auto r = test::kwire_cmd("replay --help");
+  EXPECT_EQ(exit_code(r), 0);
+  for (const char* opt : {"--target", "--map", "--timing", "--speed", "--api", "--group", "--conn", "--rename-group",
+                          "--rename-topic", "--setup", "--ignore", "--expect", "--list-rules", "--report", "--junit",
+                          "--record-out", "--script", "--timeout", "--reconnect-timeout", "--sasl-plain"})
+    EXPECT_NE(r.out.find(opt), std::string::npos) << opt;
+  r = test::kwire_cmd("replay --list-rules");
+  EXPECT_EQ(exit_code(r), 0);
+  for (const char* s : {"member epoch", "producer id", "fetch session", "StreamsGroupHeartbeat.MemberEpoch",
+                        "InitProducerId.ProducerId", "**.throttleTimeMs", "topic id"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s;
+}
+
+}  // namespace
+}  // namespace kwire

@@ -21,7 +21,8 @@
 #   kill        demo, the broker killed mid-replay: exit 1, unanswered requests in the
 #               report, no hang (reconnect gives up after 3 s).
 #   script      a Lua hook raises CreateTopics numPartitions to 3: the broker (asked with a
-#               hand-written Metadata v1 request) has 3 partitions for the topic.
+#               hand-written Metadata v1 request) has 3 partitions for the topic, and tshark
+#               reads the edited request in the replay's own traffic (--record-out).
 #   unreachable a target where nothing listens: exit 2 naming the target.
 #
 # Needs Java 17 and Maven (the broker), python3. Missing prerequisites fail the test.
@@ -176,11 +177,19 @@ function on_request(msg)
   end
 end
 LUA
-    replay -r "$REPO/captures/demo.pcapng" --api CreateTopics --timing fast -q --script "$WORK/hooks.lua"
+    replay -r "$REPO/captures/demo.pcapng" --api CreateTopics --timing fast -q --script "$WORK/hooks.lua" \
+        --record-out "$WORK/replayed.pcapng"
     n=$(python3 "$HERE/kafka_topic_partitions.py" "127.0.0.1:$PORT" orders)
     [[ $n == 3 ]] || fail "the broker has $n partitions for 'orders', expected 3 from the hook"
     [[ $(json "any(x['path'].endswith('numPartitions') and x['replayed']==3 for x in r['regressions'])") == True ]] \
         || fail "the edited field is not in the report"
+    # --record-out: the replay's own connection, as tshark's Kafka dissector reads it: the
+    # edited CreateTopics request (numPartitions 3) and its response.
+    command -v tshark >/dev/null || fail "tshark not found (Debian package tshark)"
+    # (tshark 4.0 warns that it knows CreateTopics only up to v5 but reads these fields.)
+    got=$(tshark -r "$WORK/replayed.pcapng" -d "tcp.port==$PORT,kafka" -Y "kafka.api_key == 19 && kafka.num_partitions" \
+          -T fields -e kafka.topic_name -e kafka.num_partitions 2>/dev/null | head -1)
+    [[ $got == $'orders,valid-orders\t3,1' ]] || fail "tshark reads '$got' in the --record-out capture, not orders with 3 partitions"
     note "ok"
     ;;
 unreachable)
