@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 
 #include "dissector/output/output.hpp"
@@ -230,6 +231,7 @@ class Walker {
         const Node& ln = live_.nodes[lc[k]];
         if (!used[k] && ln.desc == rn.desc && (rn.desc != kDescUnknownTag || ln.tag == rn.tag)) break;
       }
+      if (k < lc.size() && same_subtree(rec_, c, live_, lc[k]) && !sticky_field(c)) { used[k] = true; continue; }
       Push p(*this, name_of(rec_, c));
       if (k == lc.size()) { diff(json_value(ps_, rec_, c), "\"(absent)\""); continue; }
       used[k] = true;
@@ -240,6 +242,15 @@ class Walker {
         Push p(*this, name_of(live_, lc[k]));
         diff("\"(absent)\"", json_value(ps_, live_, lc[k]));
       }
+  }
+
+  // A field compared by effective value must be visited even when equal: it updates the memory.
+  bool sticky_field(uint32_t c) const {
+    if (!memory_ || rec_.nodes[c].parent != rec_.body) return false;
+    const std::string_view name = ps_.field(rec_.nodes[c].desc).json_name;
+    for (const auto& s : sticky_fields())
+      if (s.api == api_ && s.path.substr(5) == name) return true;
+    return false;
   }
 
   bool sticky() const {
@@ -276,6 +287,7 @@ class Walker {
       case WireType::Struct: structure(r, l); return;
       case WireType::Array: case WireType::Records: array(r, l); return;
       default: {
+        if (same_leaf(rec_, r, live_, l)) return;
         std::string a = json_value(ps_, rec_, r), b = json_value(ps_, live_, l);
         if (a != b) diff(a, b);
       }
@@ -304,6 +316,12 @@ class Walker {
         node(re[i], le[i]);
       }
       return;
+    }
+    // Equal element by element (the common case): nothing to pair.
+    if (re.size() == le.size()) {
+      bool all = true;
+      for (size_t i = 0; i < re.size() && all; ++i) all = same_subtree(rec_, re[i], live_, le[i]);
+      if (all) return;
     }
     // Structs: the order of a response array carries no meaning (brokers fill
     // them from hash maps). Equal elements pair first, then the rest by their
@@ -379,6 +397,37 @@ class Walker {
     if (n.desc == kDescUnknownTag) return "_tag" + std::to_string(n.tag);
     return std::string(ps_.field(n.desc).json_name);
   }
+  // Typed equality, without rendering text: what json_value would render equal.
+  static bool same_leaf(const Frame& a, uint32_t i, const Frame& b, uint32_t j) {
+    const Node& x = a.nodes[i];
+    const Node& y = b.nodes[j];
+    if (x.is_null() != y.is_null() || x.type != y.type) return false;
+    if (x.is_null()) return true;
+    switch (x.type) {
+      case WireType::Uuid: return std::memcmp(x.v.p, y.v.p, 16) == 0;
+      case WireType::String: case WireType::VarString: case WireType::Bytes: case WireType::VarBytes:
+        return x.aux == y.aux && (x.aux == 0 || std::memcmp(x.v.p, y.v.p, x.aux) == 0);
+      case WireType::Float64: return x.v.f == y.v.f || (x.v.f != x.v.f && y.v.f != y.v.f);
+      case WireType::Bool: return (x.v.i != 0) == (y.v.i != 0);
+      default: return x.v.i == y.v.i;
+    }
+  }
+  static bool same_subtree(const Frame& a, uint32_t i, const Frame& b, uint32_t j) {
+    const Node& x = a.nodes[i];
+    const Node& y = b.nodes[j];
+    if (x.desc != y.desc || x.tag != y.tag) return false;
+    if (x.type != WireType::Struct && x.type != WireType::Array && x.type != WireType::Records) return same_leaf(a, i, b, j);
+    if (x.is_null() != y.is_null() || x.type != y.type) return false;
+    if (x.end - i != y.end - j) return false;  // different node counts
+    uint32_t p = i + 1, q = j + 1;
+    while (p < x.end) {
+      if (!same_subtree(a, p, b, q)) return false;
+      p = a.nodes[p].end;
+      q = b.nodes[q].end;
+    }
+    return true;
+  }
+
   std::string identity(const Frame& f, uint32_t element) const {
     static const std::string_view names[] = {"PartitionIndex", "Index", "PartitionId", "Partition", "TopicId",
                                              "Name", "Topic", "TopicName", "GroupId", "MemberId", "SubtopologyId"};
