@@ -73,6 +73,9 @@ using Clock = std::chrono::steady_clock;
 
 // With recorded timing, how long before a request is due the engine stops sleeping.
 constexpr int64_t kSpinUs = 300;
+// How long a request the target answers with a retriable error (where the
+// capture shows success) is sent again; --timeout lowers it.
+constexpr int64_t kRetryForUs = 10'000'000;
 
 int64_t now_us() {
   return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now().time_since_epoch()).count();
@@ -379,6 +382,7 @@ class Engine {
   void resolve(uint64_t seq);
   bool wanted(const LiveConn& c, const Exchange& e) const;
   void progress(int64_t now, bool last);
+  void give_up(const std::string& why, int64_t now);
 
   const ProgramSet& ps_;
   const Recording& rec_;
@@ -393,6 +397,7 @@ class Engine {
   TargetInfo target_;
   TrafficWriter traffic_;
   int64_t start_us_ = 0;
+  int64_t last_answer_us_ = 0;     // when the target last sent anything
   int64_t t0_recorded_us_ = 0;
   int64_t t_last_recorded_us_ = 0;
   uint64_t total_ = 0, done_ = 0, regressions_ = 0;
@@ -870,7 +875,7 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
   const int live_class = error_class(ps_, live_);
   int recorded_class = error_class(ps_, recorded_resp_);
   if (live_class == 1 && recorded_class == 0 && live_.ok() &&
-      now - f.first_sent_us < static_cast<int64_t>(o_.timeout_s * 1e6) && f.attempts < 100) {
+      now - f.first_sent_us < std::min<int64_t>(static_cast<int64_t>(o_.timeout_s * 1e6), kRetryForUs) && f.attempts < 100) {
     // The target is not ready where the recorded broker was (a coordinator
     // loading, a leader being elected): ask again, as the client would.
     ++f.attempts;
@@ -953,11 +958,33 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
   finish(c, f.exchange, regression ? Outcome::Regression : any ? Outcome::IgnoredOnly : Outcome::Same, {});
 }
 
+void Engine::give_up(const std::string& why, int64_t /*now*/) {
+  out_.target_lost = true;
+  out_.notes.push_back(why);
+  for (auto& c : conns_) {
+    if (c.st == LiveConn::St::Done) continue;
+    if (c.fd >= 0) {
+      if (traffic_.active() && c.st == LiveConn::St::Up) traffic_.finish(c.flow);
+      close(c.fd);
+      c.fd = -1;
+    }
+    for (const InFlight& f : c.inflight) finish(c, f.exchange, Outcome::Unanswered, why);
+    c.inflight.clear();
+    for (const Retry& r : c.retries) finish(c, r.f.exchange, Outcome::Unanswered, why);
+    c.retries.clear();
+    for (uint32_t i = c.next; i < c.s->exchanges.size(); ++i)
+      if (!c.settled[i] && wanted(c, c.s->exchanges[i])) finish(c, i, Outcome::Unanswered, "not sent: " + why);
+    c.next = static_cast<uint32_t>(c.s->exchanges.size());
+    c.st = LiveConn::St::Done;
+  }
+}
+
 void Engine::on_readable(LiveConn& c, int64_t now) {
   uint8_t buf[1 << 16];
   while (true) {
     ssize_t n = recv(c.fd, buf, sizeof buf, 0);
     if (n > 0) {
+      last_answer_us_ = now;
       if (traffic_.active()) traffic_.data(c.flow, false, {buf, static_cast<size_t>(n)});
       c.in.insert(c.in.end(), buf, buf + n);
       size_t off = 0;
@@ -1003,6 +1030,7 @@ bool Engine::run(std::string& error) {
   // Timer slack of 1 us instead of the default 50 us: sleeps end when asked.
   prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
   start_us_ = now_us();
+  last_answer_us_ = start_us_;
   rusage ru0{};
   getrusage(RUSAGE_SELF, &ru0);
   std::vector<pollfd> fds;
@@ -1018,8 +1046,18 @@ bool Engine::run(std::string& error) {
       if (!c.inflight.empty()) {
         int64_t dl = c.inflight.front().deadline_us;
         for (const auto& f : c.inflight) dl = std::min(dl, f.deadline_us);
-        if (now >= dl) drop(c, now, "no response within the timeout");
-        else wake = std::min(wake, dl);
+        if (now >= dl) {
+          drop(c, now, "no response within the timeout");
+          if (now - last_answer_us_ > static_cast<int64_t>(o_.reconnect_s * 1e6)) {
+            // Nothing at all from the target for that long: it has stopped
+            // answering (connections still open, as with a stopped process).
+            give_up("the target " + c.target + " stopped answering (nothing for " +
+                    std::to_string((now - last_answer_us_) / 1000000) + " s)", now);
+            break;
+          }
+        } else {
+          wake = std::min(wake, dl);
+        }
       }
       if (c.st != LiveConn::St::Done) open = true;
     }

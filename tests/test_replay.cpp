@@ -239,6 +239,23 @@ TEST(ReplayState, TopicIdsMapByNameAndRenamesApply) {
   EXPECT_EQ(bytes, produce_request(batch(-1, -1), 0x77));
 }
 
+TEST(ReplayState, GroupRenamesApplyToRequestsAndRecordedAnswers) {
+  FrameDecoder d(ps());
+  replay::ReplayState st(ps(), {"g2-", ""});
+  const auto req_b = test::heartbeat_request(1, "m-1", 4);
+  Frame req;
+  d.decode_request(req_b, req);
+  EXPECT_EQ(st.rewrite_request(req, 1), 1);
+  std::vector<uint8_t> bytes;
+  std::string error;
+  ASSERT_TRUE(FrameEncoder(ps()).encode(req, bytes, error)) << error;
+  // heartbeat_request writes GroupId "orders-app": the same request for group g2-orders-app.
+  Bytes b = test::request_header_v2(88, 1, 1);
+  b.cstr("g2-orders-app").cstr("m-1").i32(4).i32(0).cnull().cnull().i32(-1).i8(-1).cnull().cnull().cnull()
+      .cnull().i8(-1).cnull().cnull().cnull().i8(0).tags0();
+  EXPECT_EQ(bytes, b.message());
+}
+
 }  // namespace
 }  // namespace kwire
 

@@ -23,6 +23,11 @@
 #   script      a Lua hook raises CreateTopics numPartitions to 3: the broker (asked with a
 #               hand-written Metadata v1 request) has 3 partitions for the topic, and tshark
 #               reads the edited request in the replay's own traffic (--record-out).
+#   filters     --conn with --rename-topic (the renamed topic is created; the renamed recorded
+#               answer compares the same), --expect met and missed, --group with --api (any
+#               case), the progress line on a terminal.
+#   stall       the broker stopped (SIGSTOP) near the end: requests time out (--timeout 1),
+#               exit 1, the report says so, no hang.
 #   unreachable a target where nothing listens: exit 2 naming the target.
 #
 # Needs Java 17 and Maven (the broker), python3. Missing prerequisites fail the test.
@@ -190,6 +195,55 @@ LUA
     got=$(tshark -r "$WORK/replayed.pcapng" -d "tcp.port==$PORT,kafka" -Y "kafka.api_key == 19 && kafka.num_partitions" \
           -T fields -e kafka.topic_name -e kafka.num_partitions 2>/dev/null | head -1)
     [[ $got == $'orders,valid-orders\t3,1' ]] || fail "tshark reads '$got' in the --record-out capture, not orders with 3 partitions"
+    note "ok"
+    ;;
+filters)
+    start_broker
+    # --conn 2 (the session that creates the topics) with --rename-topic: only it is sent,
+    # the broker makes t2-orders, and the recorded answer, renamed, compares the same.
+    replay -r "$REPO/captures/demo.pcapng" --conn 2 --rename-topic t2- --timing fast -q \
+        --expect 'CreateTopics:body.topics[0].errorCode=NONE'
+    (( RC == 0 )) || fail "--conn 2 --rename-topic: exit status $RC, expected 0"
+    [[ $(json "[s['session'] for s in r['sessions'] if 'skipped' not in s]") == "[2]" ]] || fail "--conn 2 replayed other sessions"
+    # Session 2 is ApiVersions, DescribeCluster, CreateTopics (orders, valid-orders).
+    [[ $(json "sorted(a['api'] for a in r['apis'])") == "['ApiVersions v5', 'CreateTopics v7', 'DescribeCluster v2']" ]] \
+        || fail "--conn 2 sent other requests: $(json "[a['api'] for a in r['apis']]")"
+    [[ $(json "[a['same'] for a in r['apis'] if a['api'] == 'CreateTopics v7']") == "[1]" ]] \
+        || fail "the renamed CreateTopics answer does not compare the same"
+    [[ $(python3 "$HERE/kafka_topic_partitions.py" "127.0.0.1:$PORT" t2-orders) == 1 ]] || fail "t2-orders was not created"
+    # An expectation the broker does not meet is a regression.
+    replay -r "$REPO/captures/demo.pcapng" --conn 2 --rename-topic t3- --timing fast -q \
+        --expect 'CreateTopics:body.topics[0].numPartitions=7'
+    (( RC == 1 )) || fail "a failed --expect: exit status $RC, expected 1"
+    [[ $(json "[(x['path'], x['recorded'], x['replayed']) for x in r['regressions']]") == "[('body.topics[0].numPartitions', '7', 1)]" ]] \
+        || fail "the failed expectation is not reported as expected: $(json "r['regressions']")"
+    # --group with --api: only the sessions that name the group, only their StreamsGroupDescribe
+    # requests; on a terminal, the progress line.
+    script -qefc "$KWIRE replay -r $REPO/captures/demo.pcapng --target 127.0.0.1:$PORT --group orders-app \
+        --api streamsgroupdescribe --timing fast --timeout 3 --report $WORK/report.json" /dev/null > "$WORK/tty.out" 2>&1 || true
+    cat "$WORK/tty.out"
+    [[ $(json "r['summary']['sent']") == 2 ]] || fail "--group orders-app --api StreamsGroupDescribe did not send the 2 describes"
+    # The sessions with a groupId-entity field of orders-app: the member's heartbeats (9), the
+    # live describe (15), the admin scenario (17); FindCoordinator keys carry no entity type.
+    [[ $(json "[s['session'] for s in r['sessions'] if 'skipped' not in s]") == "[9, 15, 17]" ]] \
+        || fail "--group: the sessions chosen: $(json "[(s['session'], s.get('skipped')) for s in r['sessions']]")"
+    grep -q "kwire replay: 2/2 requests, .* regressions" "$WORK/tty.out" || fail "no progress line on a terminal"
+    note "ok"
+    ;;
+stall)
+    start_broker
+    # The broker stops answering (SIGSTOP) near the end of the replay: its connections stay
+    # open, so only the per-request timeout can end the waits.
+    ( sleep 18; kill -STOP "$BROKER_PID" ) &
+    BG=$!
+    t0=$SECONDS
+    replay -r "$REPO/captures/demo.pcapng" --setup -q --timeout 1 --reconnect-timeout 2
+    kill -CONT "$BROKER_PID" 2>/dev/null || true
+    (( RC == 1 )) || fail "exit status $RC, expected 1"
+    (( SECONDS - t0 < 150 )) || fail "took $((SECONDS - t0)) s with a stalled broker"
+    [[ $(json "any('timeout' in x['reason'] for x in r['unanswered'])") == True ]] \
+        || fail "no request reported as timed out: $(json "r['unanswered'][:3]")"
+    BG=
     note "ok"
     ;;
 unreachable)
