@@ -70,6 +70,18 @@ struct KafkaSessions::Stream {
   uint64_t first_packet = 0;    // the packet that brought it
   std::string why;              // Hunting: why sync was lost, for the skip report
   PacketMeta last;              // the latest packet of this direction
+  // The packets whose bytes are (partly) in buf: the stream offset their
+  // bytes end at, and the packet. A message cut from buf later (after the
+  // evidence came, in a packet of the other side) still carries the packet
+  // that completed it.
+  std::deque<std::pair<uint64_t, PacketMeta>> packets;
+  void held(uint64_t end, const PacketMeta& meta) { packets.emplace_back(end, meta); }
+  const PacketMeta& completing(uint64_t end, const PacketMeta& fallback) {
+    while (!packets.empty() && packets.front().first <= buf_offset) packets.pop_front();
+    for (const auto& [e, m] : packets)
+      if (e >= end) return m;
+    return fallback;
+  }
 };
 
 struct KafkaSessions::Conn {
@@ -166,6 +178,7 @@ void KafkaSessions::on_data(const TcpConnection& t, StreamSide side, uint64_t of
       start(st, offset, meta);
       if (st.buf.empty()) st.buf_offset = offset;
       st.buf.insert(st.buf.end(), bytes.begin(), bytes.end());
+      st.held(offset + bytes.size(), meta);
       c.probed += bytes.size();
       probe(c, s, meta);
       return;
@@ -285,6 +298,7 @@ void KafkaSessions::feed(Conn& c, int dir, std::span<const uint8_t> bytes, uint6
   }
   if (s.buf.empty()) s.buf_offset = offset;
   s.buf.insert(s.buf.end(), bytes.begin(), bytes.end());
+  s.held(offset + bytes.size(), meta);
   run(c, dir, meta);
 }
 
@@ -311,7 +325,7 @@ void KafkaSessions::run(Conn& c, int dir, const PacketMeta& meta) {
       }
       const size_t total = 4 + static_cast<size_t>(size);
       if (b.size() < total) break;
-      message(c, dir, b.first(total), s.buf_offset + pos, meta);
+      message(c, dir, b.first(total), s.buf_offset + pos, s.completing(s.buf_offset + pos + total, meta));
       if (c.state == ConnState::NotKafka) return;
       pos += total;
       continue;
