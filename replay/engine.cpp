@@ -320,6 +320,12 @@ struct Retry {
   int64_t due_us;
 };
 
+// The same request but for its correlation id (bytes 8-11, after the size and the api key/version).
+bool same_request(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
+  return a.size() == b.size() && a.size() >= 12 && std::equal(a.begin(), a.begin() + 8, b.begin()) &&
+         std::equal(a.begin() + 12, a.end(), b.begin() + 12);
+}
+
 // 0: no error code set; 1: only retriable ones; 2: some that are not.
 int error_class(const ProgramSet& ps, const Frame& f) {
   int c = 0;
@@ -891,6 +897,10 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
     for (uint32_t k = f.exchange + 1; k < c.s->exchanges.size(); ++k) {
       const Exchange& later = c.s->exchanges[k];
       if (later.api_key != e.api_key || k < c.next || later.response.empty()) continue;
+      // Only a true retry, the same request again (a producer's next
+      // AddPartitionsToTxn may name more partitions): otherwise the later
+      // request goes out as recorded.
+      if (!same_request(later.request, e.request)) break;
       Frame probe;
       dec_.decode_response(later.response, later.api_key, later.api_version, probe);
       const int cls = error_class(ps_, probe);
