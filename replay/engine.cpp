@@ -566,18 +566,29 @@ bool Engine::prepare(std::string& error) {
     if (!resolve_address(hp, a, error)) return nullptr;
     return &targets.emplace(hp.str(), std::make_pair(hp, a)).first->second;
   };
-  // The default target is checked first: a replay that cannot reach it cannot run.
+  // Every target a replayed session goes to is asked first (ApiVersions,
+  // Metadata): a replay that cannot reach one cannot run. The first one's
+  // versions decide what is unsupported.
   {
-    Address a;
-    if (!resolve_address(o_.target, a, error)) return false;
-    targets.emplace(o_.target.str(), std::make_pair(o_.target, a));
-    if (!control_setup(o_.target, a, true, error)) return false;
-  }
-  for (const auto& entry : o_.map) {
-    const HostPort& to = entry.second;
-    Address a;
-    if (!resolve_address(to, a, error)) return false;
-    if (to.str() != o_.target.str() && !control_setup(to, a, false, error)) return false;
+    std::vector<std::string> used;
+    for (const auto& s : rec_.sessions) {
+      if (!s.skip.empty() && !(s.skip.starts_with("authenticates") && !o_.sasl_plain_user.empty())) continue;
+      if (!o_.conns.empty() && !o_.conns.count(s.id)) continue;
+      auto m = o_.map.find(s.broker.str());
+      const std::string hp = (m != o_.map.end() ? m->second : o_.target).str();
+      if (std::find(used.begin(), used.end(), hp) == used.end()) used.push_back(hp);
+    }
+    if (used.empty()) used.push_back(o_.target.str());
+    bool primary = true;
+    for (const std::string& name : used) {
+      HostPort hp = name == o_.target.str() ? o_.target : HostPort{};
+      for (const auto& [from, to] : o_.map) if (to.str() == name) hp = to;
+      Address a;
+      if (!resolve_address(hp, a, error)) return false;
+      targets.emplace(hp.str(), std::make_pair(hp, a));
+      if (!control_setup(hp, a, primary, error)) return false;
+      primary = false;
+    }
   }
   // Recorded topic ids, from every recorded response.
   {

@@ -23,7 +23,8 @@
 #   script      a Lua hook raises CreateTopics numPartitions to 3: the broker (asked with a
 #               hand-written Metadata v1 request) has 3 partitions for the topic, and tshark
 #               reads the edited request in the replay's own traffic (--record-out).
-#   filters     --conn with --rename-topic (the renamed topic is created; the renamed recorded
+#   filters     --map to the broker with an unreachable default --target; --conn with
+#               --rename-topic (the renamed topic is created; the renamed recorded
 #               answer compares the same), --expect met and missed, --group with --api (any
 #               case), the progress line on a terminal.
 #   stall       the broker stopped (SIGSTOP) near the end: requests time out (--timeout 1),
@@ -211,6 +212,14 @@ filters)
     [[ $(json "[a['same'] for a in r['apis'] if a['api'] == 'CreateTopics v7']") == "[1]" ]] \
         || fail "the renamed CreateTopics answer does not compare the same"
     [[ $(python3 "$HERE/kafka_topic_partitions.py" "127.0.0.1:$PORT" t2-orders) == 1 ]] || fail "t2-orders was not created"
+    # --map: the recorded broker (127.0.0.1:42721 in demo.pcapng) goes to this broker; the
+    # default --target, where nothing listens, is never contacted.
+    nothing=$(free_ports 1)
+    replay -r "$REPO/captures/demo.pcapng" --target "127.0.0.1:$nothing" --map "127.0.0.1:42721=127.0.0.1:$PORT" \
+        --conn 1 --timing fast -q
+    (( RC == 0 )) || fail "--map: exit status $RC, expected 0"
+    [[ $(json "[s['target'] for s in r['sessions'] if s['session'] == 1]") == "['127.0.0.1:$PORT']" ]] \
+        || fail "--map: session 1 did not go to the mapped broker"
     # An expectation the broker does not meet is a regression.
     replay -r "$REPO/captures/demo.pcapng" --conn 2 --rename-topic t3- --timing fast -q \
         --expect 'CreateTopics:body.topics[0].numPartitions=7'
