@@ -3,10 +3,14 @@
 // broker hands out. Messages are built byte by byte from the specs (test_support).
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "dissector/protocol/decoder.hpp"
 #include "dissector/protocol/encoder.hpp"
 #include "dissector/protocol/records.hpp"
+#include "recorder/pcap_writer.hpp"
 #include "replay/compare.hpp"
+#include "replay/recording.hpp"
 #include "replay/state.hpp"
 #include "tests/test_support.hpp"
 
@@ -306,6 +310,70 @@ TEST(ReplayCli, HelpAndRules) {
   for (const char* s : {"member epoch", "producer id", "fetch session", "StreamsGroupHeartbeat.MemberEpoch",
                         "InitProducerId.ProducerId", "**.throttleTimeMs", "topic id"})
     EXPECT_NE(r.out.find(s), std::string::npos) << s;
+}
+
+}  // namespace
+}  // namespace kwire
+
+namespace kwire {
+namespace {
+
+// What replay takes from a capture: per connection, requests in order with
+// their answers, the pipelining depth, the causal order across connections,
+// and why a session cannot be replayed.
+TEST(ReplayRecording, SessionsDepthsOrderAndSkips) {
+  const std::string file = (std::filesystem::temp_directory_path() / "kwire-replay-recording.pcap").string();
+  {
+    SyntheticCapture cap(file);
+    // Connection A: two heartbeats pipelined (the second sent before the first answer).
+    uint32_t a = cap.connect(make_endpoint("127.0.0.1", 40200), make_endpoint("127.0.0.1", 9092));
+    cap.send(a, StreamSide::FromClient, test::heartbeat_request(1, "m", 0));
+    cap.send(a, StreamSide::FromClient, test::heartbeat_request(2, "m", 0));
+    cap.send(a, StreamSide::FromServer, test::heartbeat_response(1, "m", 1));
+    cap.send(a, StreamSide::FromServer, test::heartbeat_response(2, "m", 1));
+    // Connection B, after both answers: a heartbeat, then a Produce with acks=0.
+    uint32_t b = cap.connect(make_endpoint("127.0.0.1", 40201), make_endpoint("127.0.0.1", 9092));
+    cap.send(b, StreamSide::FromClient, test::heartbeat_request(1, "n", 0));
+    cap.send(b, StreamSide::FromServer, test::heartbeat_response(1, "n", 1));
+    Bytes produce = test::request_header_v2(0, 11, 2);
+    produce.cnull().i16(0).i32(30000).carr(1).cstr("t").carr(1).i32(0).cbytes(batch(-1, -1)).tags0().tags0().tags0();
+    cap.send(b, StreamSide::FromClient, produce.message());
+    cap.close(a);
+    cap.close(b);
+    // Connection C authenticates with SASL/PLAIN.
+    uint32_t c = cap.connect(make_endpoint("127.0.0.1", 40202), make_endpoint("127.0.0.1", 9092));
+    Bytes hs_req, hs_resp;
+    hs_req.i16(17).i16(1).i32(1).str("c").str("PLAIN");
+    hs_resp.i32(1).i16(0).i32(1).str("PLAIN");
+    cap.send(c, StreamSide::FromClient, hs_req.message());
+    cap.send(c, StreamSide::FromServer, hs_resp.message());
+    cap.close(c);
+  }
+  replay::Recording rec;
+  std::string error;
+  ASSERT_TRUE(replay::load_recording(file, ps(), SessionOptions{}, rec, error)) << error;
+  std::filesystem::remove(file);
+  ASSERT_EQ(rec.sessions.size(), 3u);
+  const auto& a = rec.sessions[0];
+  ASSERT_EQ(a.exchanges.size(), 2u);
+  EXPECT_TRUE(a.skip.empty()) << a.skip;
+  EXPECT_EQ(a.client.port, 40200);
+  EXPECT_EQ(a.exchanges[0].depth, 1u);
+  EXPECT_EQ(a.exchanges[1].depth, 2u);       // sent with the first still unanswered
+  EXPECT_EQ(a.exchanges[0].after, 0u);
+  EXPECT_EQ(a.exchanges[1].after, 0u);
+  EXPECT_EQ(a.exchanges[0].response_seq, 0u);
+  EXPECT_EQ(a.exchanges[1].response_seq, 1u);
+  EXPECT_EQ(a.exchanges[0].request, test::heartbeat_request(1, "m", 0));
+  EXPECT_EQ(a.exchanges[1].response, test::heartbeat_response(2, "m", 1));
+  const auto& b = rec.sessions[1];
+  ASSERT_EQ(b.exchanges.size(), 2u);
+  EXPECT_EQ(b.exchanges[0].after, 2u);       // both answers on A came before it
+  EXPECT_EQ(b.exchanges[0].response_seq, 2u);
+  EXPECT_FALSE(b.exchanges[1].expects_response);  // acks=0
+  EXPECT_EQ(b.exchanges[1].response_seq, replay::kNoResponse);
+  EXPECT_EQ(rec.responses, 4u);             // with the SaslHandshake answer
+  EXPECT_EQ(rec.sessions[2].skip, "authenticates with SASL PLAIN");
 }
 
 }  // namespace
