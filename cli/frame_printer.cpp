@@ -11,7 +11,7 @@ namespace kwire::cli {
 const char* const kOutputOptionsHelp =
     "  -V                 print the full field tree of each message\n"
     "  -T text|json       output format; json: one object per line\n"
-    "  --api NAME|KEY,..  only messages of these APIs\n"
+    "  --api NAME|KEY,..  only messages of these APIs (names in any case)\n"
     "  --errors           only messages with a non-zero error code or a decode error, and skips\n"
     "  --stats            end with: stats: frames=N requests=N responses=N unmatched=N malformed=N\n"
     "                     resyncs=N skipped_bytes=N lost_bytes=N unanswered=N not_kafka=N\n"

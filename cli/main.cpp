@@ -35,14 +35,15 @@ bool apply_spec_options(std::vector<std::string>& args, ProgramSet& ps, std::str
 }  // namespace kwire::cli
 
 static void usage(std::ostream& out) {
-  out << "usage: kwire <command> [options]\n\n"
+  out << "kwire " << KWIRE_VERSION << ": see, record and replay Apache Kafka traffic\n\n"
+         "usage: kwire <command> [options]\n\n"
          "commands:\n"
          "  decode -r FILE   decode Kafka traffic in a pcap/pcapng file\n"
          "  record -i IFACE  capture Kafka traffic live into pcapng (or re-filter a file with -r)\n"
          "  replay -r FILE --target HOST:PORT\n"
          "                   re-send the capture's client sessions to a broker, compare the answers\n"
          "  specs [NAME]     list the APIs kwire knows, or show a message's wire layout\n\n"
-         "Run 'kwire <command> --help' for its options.\n";
+         "Run 'kwire <command> --help' for its options; 'kwire --version' prints the version.\n";
 }
 
 int main(int argc, char** argv) {

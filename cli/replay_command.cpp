@@ -148,10 +148,6 @@ int replay_command(std::vector<std::string> args) {
     else if (a == "--api") {
       for (const auto& name : split(*v, ',')) {
         const MessageProgram* m = ps.find_api(name);
-        if (!m) {
-          for (const auto& p : ps.messages())
-            if (strcasecmp(std::string(p.api_name).c_str(), name.c_str()) == 0) { m = &p; break; }
-        }
         if (!m) return fail("--api: no api named " + name + " (kwire specs lists them)");
         o.apis.insert(std::string(m->api_name));
       }

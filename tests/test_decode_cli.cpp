@@ -184,6 +184,17 @@ TEST_F(DecodeCli, BadArgumentsSayWhatIsWrong) {
   EXPECT_NE(port.err.find("bad port 'abc'"), std::string::npos) << port.err;
 }
 
+TEST(DecodeCliApi, NamesInAnyCase) {
+  const std::string demo = std::string(KWIRE_SOURCE_DIR) + "/captures/demo.pcapng";
+  auto exact = kwire_cmd("decode -r " + demo + " --api Fetch,StreamsGroupHeartbeat");
+  auto lower = kwire_cmd("decode -r " + demo + " --api fetch,streamsgroupheartbeat");
+  ASSERT_EQ(exact.status, 0) << exact.err;
+  ASSERT_EQ(lower.status, 0) << lower.err;
+  EXPECT_FALSE(exact.out.empty());
+  EXPECT_EQ(lower.out, exact.out);
+  EXPECT_EQ(kwire_cmd("decode -r " + demo + " --api FETCH").out, kwire_cmd("decode -r " + demo + " --api 1").out);
+}
+
 TEST(SpecsCli, ListsEveryApiAndShowsLayouts) {
   auto list = kwire_cmd("specs");
   ASSERT_EQ(list.status, 0);

@@ -1,5 +1,7 @@
 #include "dissector/protocol/program.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <set>
 #include <string>
@@ -177,6 +179,16 @@ const MessageProgram* ProgramSet::find_api(std::string_view name_or_key) const {
     const auto& m = messages_[idx];
     if (numeric ? m.api_key == key : (m.api_name == name_or_key || m.spec_name == name_or_key)) return &m;
   }
+  if (numeric) return nullptr;
+  // Names in any case: "fetch", "streamsgroupheartbeat".
+  auto same = [&](std::string_view a) {
+    return a.size() == name_or_key.size() &&
+           std::equal(a.begin(), a.end(), name_or_key.begin(), [](char x, char y) {
+             return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+           });
+  };
+  for (const auto& [k, idx] : index_)
+    if (same(messages_[idx].api_name) || same(messages_[idx].spec_name)) return &messages_[idx];
   return nullptr;
 }
 
