@@ -74,7 +74,10 @@ void FramePrinter::note_time(const FrameContext& ctx) {
 void FramePrinter::line_head(const FrameContext& ctx, bool numbered) {
   const double rel = static_cast<double>(ctx.packet.ts_sec - first_sec_) + (ctx.packet.ts_usec - first_usec_) / 1e6;
   char head[64];
-  if (numbered) snprintf(head, sizeof head, "%6llu %10.6f ", static_cast<unsigned long long>(ctx.number), rel);
+  // The packet that completed the message, as Wireshark numbers frames (a
+  // packet that completes several messages appears on each of their lines).
+  const uint64_t n = ctx.packet.number ? ctx.packet.number : ctx.number;
+  if (numbered) snprintf(head, sizeof head, "%6llu %10.6f ", static_cast<unsigned long long>(n), rel);
   else snprintf(head, sizeof head, "%6s %10.6f ", "-", rel);
   out_ += head;
   out_ += ctx.src.str();
@@ -94,6 +97,15 @@ void FramePrinter::on_frame(const FrameContext& ctx, const Frame& f) {
   note_time(ctx);
   if (!selected(f)) return;
   ++printed_;
+  if (!o_.packet_numbers && ctx.packet.number) {
+    FrameContext by_order = ctx;
+    by_order.packet.number = 0;
+    return print(by_order, f);
+  }
+  print(ctx, f);
+}
+
+void FramePrinter::print(const FrameContext& ctx, const Frame& f) {
   if (o_.json) {
     write_json(out_, ps_, f, ctx);
     out_ += '\n';

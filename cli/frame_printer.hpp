@@ -23,6 +23,10 @@ struct OutputOptions {
   long long limit = -1;      // -c (decode)
   bool stats = false;        // --stats
   bool api_table = false;    // --api-table
+  // Number messages by the packet that completed them (a file's frame
+  // numbers), or by their order (kwire record: the packets of the file it
+  // writes are not numbered while it captures).
+  bool packet_numbers = true;
 };
 
 // Parses one output option at args[i] (advancing i past its value). Returns
@@ -49,6 +53,7 @@ class FramePrinter : public FrameHandler {
   void set_where(std::string where) { where_ = std::move(where); }
 
  private:
+  void print(const FrameContext& ctx, const Frame& f);
   bool selected(const Frame& f) const;
   void note_time(const FrameContext& ctx);
   void line_head(const FrameContext& ctx, bool numbered);

@@ -109,7 +109,7 @@ struct RecordOptions {
   uint64_t rotate_mb = 0, rotate_s = 0;
   uint32_t ring = 0;
   bool annotate = false, decode = false, quiet = false, list = false, redact = false;
-  OutputOptions out;
+  OutputOptions out{.packet_numbers = false};
 };
 
 // Immediate mode gives each packet a fixed slot in the kernel ring (libpcap's

@@ -157,7 +157,7 @@ std::vector<json> succeeded(const std::string& name, int api_key) {
     const json* q = request_of(name, r);
     if (q != nullptr) out.push_back(*q);
   }
-  std::sort(out.begin(), out.end(), [](const json& a, const json& b) { return a["frame"] < b["frame"]; });
+  std::sort(out.begin(), out.end(), [](const json& a, const json& b) { return a["message"] < b["message"]; });
   return out;
 }
 

@@ -44,6 +44,7 @@ class DecodeCli : public ::testing::Test {
     cut.resize(cut.size() - 7);
     cap.send(c, StreamSide::FromClient, cut);
     cap.finish();
+    // Packets: 1-3 the handshake, then one per message: 4-9.
     return path;
   }
 
@@ -57,13 +58,13 @@ TEST_F(DecodeCli, SummaryLinesAndStats) {
   ASSERT_EQ(r.status, 0) << r.err;
   auto got = lines(r.out);
   std::vector<std::string> want = {
-    "     1   0.000000 127.0.0.1:50000 \u2192 127.0.0.1:9092 StreamsGroupHeartbeat v1 Request corr=7 group=orders-app member=m1 epoch=0",
-    "     2   0.001000 127.0.0.1:9092 \u2192 127.0.0.1:50000 StreamsGroupHeartbeat v1 Response corr=7 member=m1 epoch=1 error=NONE",
-    "     3   0.002000 127.0.0.1:50000 \u2192 127.0.0.1:9092 StreamsGroupHeartbeat v1 Request corr=8 group=orders-app member=m1 epoch=1",
-    "     4   0.003000 127.0.0.1:9092 \u2192 127.0.0.1:50000 StreamsGroupHeartbeat v1 Response corr=8 member=m1 epoch=1 error=STREAMS_TOPOLOGY_FENCED",
-    "     5   0.004000 127.0.0.1:9092 \u2192 127.0.0.1:50000 Response corr=99 (unmatched: request not captured)",
+    "     4   0.000000 127.0.0.1:50000 \u2192 127.0.0.1:9092 StreamsGroupHeartbeat v1 Request corr=7 group=orders-app member=m1 epoch=0",
+    "     5   0.001000 127.0.0.1:9092 \u2192 127.0.0.1:50000 StreamsGroupHeartbeat v1 Response corr=7 member=m1 epoch=1 error=NONE",
+    "     6   0.002000 127.0.0.1:50000 \u2192 127.0.0.1:9092 StreamsGroupHeartbeat v1 Request corr=8 group=orders-app member=m1 epoch=1",
+    "     7   0.003000 127.0.0.1:9092 \u2192 127.0.0.1:50000 StreamsGroupHeartbeat v1 Response corr=8 member=m1 epoch=1 error=STREAMS_TOPOLOGY_FENCED",
+    "     8   0.004000 127.0.0.1:9092 \u2192 127.0.0.1:50000 Response corr=99 (unmatched: request not captured)",
     // Cut by the end of the capture: decoded as far as it goes.
-    "     6   0.005000 127.0.0.1:50000 \u2192 127.0.0.1:9092 StreamsGroupHeartbeat v1 Request corr=9 group=orders-app member=m1 epoch=1 "
+    "     9   0.005000 127.0.0.1:50000 \u2192 127.0.0.1:9092 StreamsGroupHeartbeat v1 Request corr=9 group=orders-app member=m1 epoch=1 "
     "[malformed at offset 0: message truncated: size prefix says 60 bytes, the capture has 53 (the capture ends here)] "
     "[malformed at offset 57: ProcessId: length varint runs past the end]",
     "stats: frames=6 requests=3 responses=3 unmatched=1 malformed=1 resyncs=0 skipped_bytes=0 lost_bytes=0 "
@@ -79,7 +80,10 @@ TEST_F(DecodeCli, JsonLines) {
   auto got = lines(r.out);
   ASSERT_EQ(got.size(), 6u);
   auto first = nlohmann::json::parse(got[0]);
-  EXPECT_EQ(first["frame"], 1);
+  EXPECT_EQ(first["frame"], 4);    // after the three packets of the handshake
+  EXPECT_EQ(first["message"], 1);
+  EXPECT_EQ(nlohmann::json::parse(got[5])["frame"], 9);
+  EXPECT_EQ(nlohmann::json::parse(got[5])["message"], 6);
   EXPECT_EQ(first["src"], "127.0.0.1:50000");
   EXPECT_EQ(first["dst"], "127.0.0.1:9092");
   EXPECT_EQ(first["direction"], "request");
@@ -113,7 +117,7 @@ TEST_F(DecodeCli, JsonLineIsExactlyKafkasFieldNamesAndValues) {
   auto got = lines(r.out);
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(got[0],
-            "{\"frame\":1,\"time\":1700000000.003000,\"src\":\"127.0.0.1:50000\",\"dst\":\"127.0.0.1:9092\","
+            "{\"frame\":4,\"message\":1,\"time\":1700000000.003000,\"src\":\"127.0.0.1:50000\",\"dst\":\"127.0.0.1:9092\","
             "\"direction\":\"request\",\"apiKey\":88,\"apiVersion\":1,\"apiName\":\"StreamsGroupHeartbeat\","
             "\"correlationId\":7,\"header\":{\"requestApiKey\":88,\"requestApiVersion\":1,\"correlationId\":7,"
             "\"clientId\":\"kwire-test\"},\"body\":{\"groupId\":\"orders-app\",\"memberId\":\"m1\",\"memberEpoch\":0,"
@@ -122,7 +126,7 @@ TEST_F(DecodeCli, JsonLineIsExactlyKafkasFieldNamesAndValues) {
             "\"userEndpoint\":null,\"clientTags\":null,\"taskOffsets\":null,\"taskEndOffsets\":null,"
             "\"shutdownApplication\":false}}");
   EXPECT_EQ(got[1],
-            "{\"frame\":2,\"time\":1700000000.004000,\"src\":\"127.0.0.1:9092\",\"dst\":\"127.0.0.1:50000\","
+            "{\"frame\":5,\"message\":2,\"time\":1700000000.004000,\"src\":\"127.0.0.1:9092\",\"dst\":\"127.0.0.1:50000\","
             "\"direction\":\"response\",\"apiKey\":88,\"apiVersion\":1,\"apiName\":\"StreamsGroupHeartbeat\","
             "\"correlationId\":7,\"header\":{\"correlationId\":7},\"body\":{\"throttleTimeMs\":0,\"errorCode\":0,"
             "\"errorMessage\":null,\"memberId\":\"m1\",\"memberEpoch\":1,\"heartbeatIntervalMs\":5000,"

@@ -134,6 +134,8 @@ void write_json(TextBuffer& out, const ProgramSet& ps, const Frame& f, const Fra
   char t[48];
   snprintf(t, sizeof t, "%lld.%06d", static_cast<long long>(ctx.packet.ts_sec), ctx.packet.ts_usec);
   out += "{\"frame\":";
+  append_int(out, static_cast<int64_t>(ctx.packet.number ? ctx.packet.number : ctx.number));
+  out += ",\"message\":";
   append_int(out, static_cast<int64_t>(ctx.number));
   out += ",\"time\":";
   out += t;

@@ -21,7 +21,9 @@ std::string summarize(const ProgramSet& ps, const Frame& f, const FrameContext* 
 void append_summary(TextBuffer& out, const ProgramSet& ps, const Frame& f, const FrameContext* ctx);
 // The field tree, indented, one field per line.
 void write_tree(TextBuffer& out, const ProgramSet& ps, const Frame& f, int indent);
-// One JSON object (no newline). `time` is seconds since the epoch.
+// One JSON object (no newline). `frame` is the packet that completed the
+// message (Wireshark's frame.number), `message` its index among the decoded
+// messages, `time` seconds since the epoch.
 void write_json(TextBuffer& out, const ProgramSet& ps, const Frame& f, const FrameContext& ctx);
 // Bytes of a Kafka stream that are in no message (FrameHandler::on_skip):
 // "[skipped 120 bytes at stream offset 4096: REASON]" and, as JSON,

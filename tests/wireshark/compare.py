@@ -107,6 +107,10 @@ class Comparison:
                 self.bad(f"{where} {k}", v, g.get(k))
         if abs(Decimal(kw["time"]) - Decimal(ts["time"])) >= Decimal("0.000001"):
             self.bad(f"{where} time", kw["time"], ts["time"])
+        # kwire's frame is the packet that completed the message, as tshark numbers it.
+        self.fields += 1
+        if kw["frame"] != ts["frame"]:
+            self.bad(f"{where} frame", kw["frame"], ts["frame"])
         experts = ts["expert"]
         self.fields += 1
         if bool(kw.get("unmatched")) != any(k == "kwire.unmatched" for k, _ in experts):
