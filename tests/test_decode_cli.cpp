@@ -223,6 +223,37 @@ TEST(SpecsCli, ListsEveryApiAndShowsLayouts) {
   EXPECT_EQ(v0.out.find("AcceptableRecoveryLag "), std::string::npos);
 }
 
+// The layout's columns line up however long the paths get: every row's type
+// starts where the header's "type" does, and so on, and no line ends in blanks.
+TEST(SpecsCli, LayoutColumnsStayAlignedForLongPaths) {
+  auto layout = kwire_cmd("specs StreamsGroupDescribeResponse -v 1");
+  ASSERT_EQ(layout.status, 0) << layout.err;
+  auto ls = lines(layout.out);
+  ASSERT_GT(ls.size(), 3u);
+  const std::string& head = ls[2];
+  ASSERT_EQ(head.rfind("  field ", 0), 0u) << head;
+  const size_t type_col = head.find("type"), size_col = head.find("size"), vers_col = head.find("versions");
+  size_t rows = 0;
+  bool long_path = false;
+  for (size_t i = 3; i < ls.size(); ++i) {
+    const std::string& l = ls[i];
+    ASSERT_NE(l.back(), ' ') << l;
+    // A path has no blanks, "<tagged fields>" has one.
+    const size_t path_end = l.find(' ', l.rfind("<tagged fields>") != std::string::npos ? l.find('>') : 2);
+    long_path |= path_end - 2 > 52;
+    EXPECT_LT(path_end, type_col) << l;
+    EXPECT_NE(l[type_col], ' ') << l;
+    EXPECT_EQ(l[type_col - 1], ' ') << l;
+    EXPECT_EQ(l[size_col - 1], ' ') << l;
+    EXPECT_NE(l[size_col], ' ') << l;
+    if (l.size() > vers_col) { EXPECT_EQ(l[vers_col - 1], ' ') << l; }
+    ++rows;
+  }
+  EXPECT_TRUE(long_path) << "the layout should have paths longer than the old fixed column";
+  EXPECT_GT(rows, 40u);
+  EXPECT_NE(layout.out.find("Groups.Topology.Subtopologies.StateChangelogTopics.TopicConfigs.Key"), std::string::npos);
+}
+
 TEST(DemoCapture, RealBrokerTrafficDecodesCompletely) {
   // captures/demo.pcapng: Kafka 4.4.0 broker and Kafka Streams client on loopback.
   auto r = kwire_cmd(std::string("decode -r ") + KWIRE_SOURCE_DIR + "/captures/demo.pcapng --stats --api-table -c 0");

@@ -31,3 +31,45 @@ TEST(JsonString, IllFormedSequencesBecomeReplacementCharacters) {
   EXPECT_EQ(js("x\xe2\x82"), "\"x" + R + R + "\"");            // cut short
   EXPECT_EQ(js("\x80y"), "\"" + R + "y\"");                    // a lone continuation byte
 }
+
+// printable_text: whether -V shows a short bytes value as text next to its
+// length. Text is well-formed UTF-8 without C0/C1 control characters.
+TEST(PrintableText, Utf8TextYesControlsAndIllFormedNo) {
+  EXPECT_TRUE(printable_text("order-42"));
+  EXPECT_TRUE(printable_text("Gr\xc3\xbc\xc3\x9f" "e"));             // Grüße
+  EXPECT_TRUE(printable_text("\xe6\xb3\xa8\xe6\x96\x87"));           // 注文
+  EXPECT_TRUE(printable_text("\xf0\x9f\x9a\x80"));                   // U+1F680
+  EXPECT_TRUE(printable_text(""));
+  EXPECT_FALSE(printable_text("a\tb"));                              // C0 control
+  EXPECT_FALSE(printable_text("a\x7f"));                             // DEL
+  EXPECT_FALSE(printable_text("\xc2\x85"));                          // U+0085, a C1 control
+  EXPECT_FALSE(printable_text("\xc3"));                              // cut short
+  EXPECT_FALSE(printable_text("\xed\xa0\x80"));                      // surrogate
+  EXPECT_FALSE(printable_text(std::string_view("\x00\x01", 2)));     // binary
+}
+
+#include "dissector/protocol/decoder.hpp"
+#include "tests/test_support.hpp"
+
+// In the -V tree, a short bytes field that is UTF-8 text beyond ASCII gets
+// its preview, like ASCII text does; binary bytes get only their length.
+TEST(PrintableText, TreeShowsUtf8BytesAsText) {
+  ProgramSet ps = ProgramSet::release();
+  for (const auto& [meta, preview] : std::vector<std::pair<std::string, bool>>{
+           {"Gr\xc3\xbc\xc3\x9f" "e", true}, {std::string("\x00\x01\xff", 3), false}}) {
+    // JoinGroup v0 request (header v1): GroupId, SessionTimeoutMs, MemberId,
+    // ProtocolType, Protocols [Name, Metadata].
+    test::Bytes b;
+    b.i16(11).i16(0).i32(1).str("kwire-test");
+    b.str("g").i32(10000).str("").str("connect").i32(1).str("default").i32(static_cast<int64_t>(meta.size())).raw(meta);
+    const std::vector<uint8_t> msg = b.message();
+    Frame f;
+    FrameDecoder(ps).decode_request(msg, f);
+    ASSERT_TRUE(f.ok());
+    TextBuffer out;
+    write_tree(out, ps, f, 0);
+    const std::string tree(out.data(), out.size());
+    const std::string line = std::to_string(meta.size()) + " bytes";
+    EXPECT_NE(tree.find(line + (preview ? " \"" + meta + "\"\n" : "\n")), std::string::npos) << tree;
+  }
+}

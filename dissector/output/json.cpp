@@ -7,6 +7,37 @@
 
 namespace kwire {
 
+int utf8_sequence(const uint8_t* p, const uint8_t* end) {
+  const uint8_t c = *p;
+  const int len = (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+  if (len == 0 || end - p < len) return 0;
+  uint32_t cp = len == 2 ? c & 0x1f : len == 3 ? c & 0x0f : c & 0x07;
+  for (int k = 1; k < len; ++k) {
+    if ((p[k] & 0xc0) != 0x80) return 0;
+    cp = cp << 6 | (p[k] & 0x3f);
+  }
+  static constexpr uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
+  return cp >= kMin[len] && cp <= 0x10ffff && (cp < 0xd800 || cp > 0xdfff) ? len : 0;
+}
+
+bool printable_text(std::string_view s) {
+  const auto* p = reinterpret_cast<const uint8_t*>(s.data());
+  const auto* end = p + s.size();
+  while (p < end) {
+    if (*p < 0x80) {
+      if (*p < 0x20 || *p == 0x7f) return false;
+      ++p;
+      continue;
+    }
+    const int len = utf8_sequence(p, end);
+    if (!len) return false;
+    // C1 controls (U+0080-U+009F) are not text either.
+    if (len == 2 && p[0] == 0xc2 && p[1] < 0xa0) return false;
+    p += len;
+  }
+  return true;
+}
+
 void json_string(TextBuffer& out, std::string_view s) {
   out += '"';
   const auto* p = reinterpret_cast<const uint8_t*>(s.data());
@@ -27,18 +58,8 @@ void json_string(TextBuffer& out, std::string_view s) {
       ++p;
       continue;
     }
-    // Well-formed UTF-8 only (RFC 3629): no overlong forms, no surrogates,
-    // nothing past U+10FFFF; anything else is U+FFFD, byte by byte.
-    int len = (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
-    bool ok = len > 0 && end - p >= len;
-    uint32_t cp = len == 2 ? c & 0x1f : len == 3 ? c & 0x0f : c & 0x07;
-    for (int k = 1; ok && k < len; ++k) {
-      ok = (p[k] & 0xc0) == 0x80;
-      cp = cp << 6 | (p[k] & 0x3f);
-    }
-    static constexpr uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
-    ok = ok && cp >= kMin[len] && cp <= 0x10ffff && (cp < 0xd800 || cp > 0xdfff);
-    if (ok) { out.append(reinterpret_cast<const char*>(p), static_cast<size_t>(len)); p += len; }
+    const int len = utf8_sequence(p, end);
+    if (len) { out.append(reinterpret_cast<const char*>(p), static_cast<size_t>(len)); p += len; }
     else { out += "\xef\xbf\xbd"; ++p; }
   }
   out += '"';

@@ -37,6 +37,12 @@ bool has_error_code(const ProgramSet& ps, const Frame& f);
 
 // A JSON string literal, quotes included; invalid UTF-8 becomes U+FFFD.
 void json_string(TextBuffer& out, std::string_view s);
+// The length of the well-formed UTF-8 sequence (RFC 3629: no overlong forms,
+// no surrogates, nothing past U+10FFFF) of two to four bytes at p, or 0.
+int utf8_sequence(const uint8_t* p, const uint8_t* end);
+// True when s is well-formed UTF-8 text without control characters: bytes
+// that read as text, worth a preview next to their length.
+bool printable_text(std::string_view s);
 
 
 }  // namespace kwire

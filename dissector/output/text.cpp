@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cinttypes>
 #include <cstring>
 #include <sstream>
@@ -30,9 +31,7 @@ void value_text(TextBuffer& out, const ProgramSet& ps, const Node& n, std::strin
       append_int(out, n.aux);
       out += " bytes";
       if (n.type != WireType::Records && n.aux <= 32) {
-        bool printable = true;
-        for (uint8_t c : n.bytes()) printable &= c >= 0x20 && c < 0x7f;
-        if (printable) { out += ' '; json_string(out, n.str()); }
+        if (printable_text(n.str())) { out += ' '; json_string(out, n.str()); }
       }
       return;
     }
@@ -286,11 +285,11 @@ void write_layout(std::ostream& out, const ProgramSet& ps, const MessageProgram&
   int hv = m.direction == Direction::Request ? request_header_version(m.api_key, m.version, m.flexible)
                                              : response_header_version(m.api_key, m.flexible);
   out << "  header: " << (m.direction == Direction::Request ? "request" : "response") << " header v" << hv << "\n";
-  char line[256];
-  snprintf(line, sizeof line, "  %-52s %-22s %-10s %s\n", "field", "type", "size", "versions");
-  out << line;
+  // Rows first, then columns as wide as their widest cell: nested paths get long.
+  struct Row { std::string path, type, size, versions; };
+  std::vector<Row> rows{{"field", "type", "size", "versions"}};
   struct Walk {
-    std::ostream& out;
+    std::vector<Row>& rows;
     const ProgramSet& ps;
     void field(const FieldDesc& d, const std::string& path) {
       std::string type;
@@ -305,9 +304,7 @@ void write_layout(std::ostream& out, const ProgramSet& ps, const MessageProgram&
       if (d.nullable()) type += "?";
       std::string vers(d.versions);
       if (d.tagged()) vers += " tag " + std::to_string(d.tag);
-      char line[512];
-      snprintf(line, sizeof line, "  %-52s %-22s %-10s %s\n", path.c_str(), type.c_str(), size.c_str(), vers.c_str());
-      out << line;
+      rows.push_back({path, type, size, vers});
       if (t == WireType::Struct) structure(static_cast<uint32_t>(d.sub), path + ".");
     }
     void structure(uint32_t spi, const std::string& prefix) {
@@ -315,15 +312,30 @@ void write_layout(std::ostream& out, const ProgramSet& ps, const MessageProgram&
       for (uint32_t i = 0; i < sp.field_count; ++i)
         field(ps.field(sp.first_field + i), prefix + std::string(ps.field(sp.first_field + i).name));
       if (sp.flexible) {
-        char line[256];
-        snprintf(line, sizeof line, "  %-52s %-22s %-10s %s\n", (prefix + "<tagged fields>").c_str(), "tagged fields", "var", "");
-        out << line;
+        rows.push_back({prefix + "<tagged fields>", "tagged fields", "var", ""});
         for (uint32_t i = 0; i < sp.tagged_count; ++i)
           field(ps.field(sp.first_tagged + i), prefix + std::string(ps.field(sp.first_tagged + i).name));
       }
     }
-  } walk{out, ps};
+  } walk{rows, ps};
   walk.structure(static_cast<uint32_t>(ps.field(m.root).sub), "");
+  size_t w_path = 0, w_type = 0, w_size = 0;
+  for (const Row& r : rows) {
+    w_path = std::max(w_path, r.path.size());
+    w_type = std::max(w_type, r.type.size());
+    w_size = std::max(w_size, r.size.size());
+  }
+  for (const Row& r : rows) {
+    std::string line = "  " + r.path;
+    line.append(w_path + 2 - r.path.size(), ' ');
+    line += r.type;
+    line.append(w_type + 2 - r.type.size(), ' ');
+    line += r.size;
+    line.append(w_size + 2 - r.size.size(), ' ');
+    line += r.versions;
+    while (line.back() == ' ') line.pop_back();
+    out << line << '\n';
+  }
 }
 
 void append_skip(TextBuffer& o, const FrameContext& ctx, uint64_t length, std::string_view reason) {
