@@ -18,9 +18,7 @@ const char* kDecodeHelp =
     "                     ports is recognised from its requests\n"
     "  -f FILTER          BPF capture filter applied while reading\n"
     "  -c N               stop printing after N messages\n"
-    "  --guess            decode responses whose request was not captured by trying versions\n"
-    "  --overlay NAME     use a shipped spec overlay (see 'kwire specs')\n"
-    "  --spec-dir DIR     load more specs; they replace messages of the same name\n";
+    "  --guess            decode responses whose request was not captured by trying versions\n";
 
 const char* kDecodeExit =
     "exit status: 0 decoded; 1 the capture file cannot be read, or is damaged (everything\n"
@@ -67,7 +65,7 @@ int decode_command(std::vector<std::string> args) {
     const int used = parse_output_option(args, i, ps, out, error);
     if (used < 0) { std::cerr << "kwire decode: " << error << "\n"; return 2; }
     if (used > 0) continue;
-    if (a == "-h" || a == "--help") { std::cout << kDecodeHelp << kOutputOptionsHelp << kDecodeExit; return 0; }
+    if (a == "-h" || a == "--help") { std::cout << kDecodeHelp << kSpecOptionsHelp << kOutputOptionsHelp << kHelpOptionHelp << kDecodeExit; return 0; }
     else if (a == "-r") { auto v = next("a file"); if (!v) return 2; file = *v; }
     else if (a == "-p") {
       auto v = next("ports"); if (!v) return 2;

@@ -8,6 +8,11 @@
 
 namespace kwire::cli {
 
+const char* const kSpecOptionsHelp =
+    "  --overlay NAME     use a shipped spec overlay (see 'kwire specs')\n"
+    "  --spec-dir DIR     load more specs; they replace messages of the same name\n";
+const char* const kHelpOptionHelp = "  -h, --help         this help\n";
+
 bool apply_spec_options(std::vector<std::string>& args, ProgramSet& ps, std::string& error) {
   std::vector<std::string> rest;
   for (size_t i = 0; i < args.size(); ++i) {

@@ -55,6 +55,8 @@ const char* kRecordHelp =
 const char* kRecordTail =
     "  -q                 no status line on a terminal\n"
     "  -D                 list the interfaces and exit\n"
+    "  --overlay NAME, --spec-dir DIR  specs for --decode and --annotate, as for kwire decode\n"
+    "  -h, --help         this help\n"
     "On exit (Ctrl-C, SIGTERM, SIGHUP, -c, -a, end of -r) stderr gets the final statistics:\n"
     "  kwire record: received=N captured=N kernel_dropped=N if_dropped=N written=N kafka_messages=N\n"
     "                connections=N kafka_connections=N evicted=N files=N\n"

@@ -57,6 +57,7 @@ const char* kReplayHelp =
     "  --sasl-plain USER:PASSWORD  replay SASL/PLAIN sessions with these credentials\n"
     "  -q                    no progress line\n"
     "  --overlay NAME, --spec-dir DIR  as for kwire decode\n"
+    "  -h, --help            this help\n"
     "\n"
     "exit status: 0 no regression; 1 regressions or unanswered requests; 2 could not run\n"
     "(bad usage, unreadable capture, target unreachable), with the reason on stderr\n";

@@ -24,12 +24,13 @@ int specs_command(std::vector<std::string> args) {
     } else if (args[i] == "-v" && i + 1 < args.size()) {
       try { version = std::stoi(args[++i]); } catch (...) { std::cerr << "kwire specs: -v needs a number\n"; return 2; }
     } else if (args[i] == "-h" || args[i] == "--help") {
-      std::cout << "usage: kwire specs [--overlay NAME] [--spec-dir DIR]          list every API and version\n"
-                   "       kwire specs --versions                                 one line per api version:\n"
-                   "                                                              API_KEY VERSION SOURCE\n"
-                   "       kwire specs NAME [-v VERSION]                         wire layout of a message\n"
-                   "NAME is an api name (StreamsGroupHeartbeat), a message name\n"
-                   "(StreamsGroupHeartbeatResponse) or an api key; without -v the newest version.\n";
+      std::cout << "usage: kwire specs [options]                    list every API and version\n"
+                   "       kwire specs --versions [options]         one line per api version: API_KEY VERSION SOURCE\n"
+                   "       kwire specs NAME [-v VERSION] [options]  wire layout of a message\n"
+                   "NAME is an api name (StreamsGroupHeartbeat, any case), a message name\n"
+                   "(StreamsGroupHeartbeatResponse) or an api key; without -v the newest version.\n"
+                   "options:\n"
+                << kSpecOptionsHelp << kHelpOptionHelp;
       return 0;
     } else if (name.empty()) {
       name = args[i];

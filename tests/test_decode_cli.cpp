@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 
 #include <nlohmann/json.hpp>
 
@@ -252,6 +253,37 @@ TEST(SpecsCli, LayoutColumnsStayAlignedForLongPaths) {
   EXPECT_TRUE(long_path) << "the layout should have paths longer than the old fixed column";
   EXPECT_GT(rows, 40u);
   EXPECT_NE(layout.out.find("Groups.Topology.Subtopologies.StateChangelogTopics.TopicConfigs.Key"), std::string::npos);
+}
+
+// Every command's --help names every option the command takes (the lists
+// are the options each command's parser accepts) and exits 0.
+TEST(HelpCli, EveryCommandListsEveryOption) {
+  const std::vector<std::string> spec_and_help = {"--overlay", "--spec-dir", "-h, --help"};
+  const std::vector<std::string> output = {"-V", "-T", "--api", "--errors", "--stats", "--api-table"};
+  std::map<std::string, std::vector<std::string>> options = {
+      {"decode", {"-r", "-p", "-f", "-c", "--guess"}},
+      {"record", {"-i", "-r", "-w", "-p", "-f", "--auto", "-s", "-B", "--batch-ms", "--immediate-mode", "-c", "-a",
+                  "-C", "-G", "-W", "--annotate", "--redact-sasl", "--decode", "-q", "-D"}},
+      {"replay", {"-r", "--target", "--map", "--timing", "--speed", "--timeout", "--reconnect-timeout", "--api",
+                  "--group", "--conn", "--rename-group", "--rename-topic", "--setup", "--ignore",
+                  "--no-default-ignores", "--expect", "--list-rules", "--report", "--junit", "--record-out",
+                  "--script", "--sasl-plain"}},
+      {"specs", {"--versions", "-v"}},
+  };
+  for (auto& [cmd, list] : options) {
+    list.insert(list.end(), spec_and_help.begin(), spec_and_help.end());
+    if (cmd == "decode" || cmd == "record") list.insert(list.end(), output.begin(), output.end());
+    for (const char* flag : {" --help", " -h"}) {
+      auto r = kwire_cmd(cmd + flag);
+      ASSERT_EQ(r.status, 0) << cmd << flag << r.err;
+      for (const auto& o : list) {
+        const std::regex named("(^|[\\s\\[(,])" + std::regex_replace(o, std::regex("[-,]"), "\\$&") + "([\\s,=]|$)");
+        EXPECT_TRUE(std::regex_search(r.out, named)) << "kwire " << cmd << " --help does not list " << o << "\n" << r.out;
+      }
+    }
+  }
+  auto top = kwire_cmd("--help");
+  for (const char* cmd : {"decode", "record", "replay", "specs"}) EXPECT_NE(top.out.find(std::string("  ") + cmd + " "), std::string::npos) << cmd;
 }
 
 TEST(DemoCapture, RealBrokerTrafficDecodesCompletely) {
