@@ -16,7 +16,9 @@ const char* const kOutputOptionsHelp =
     "  --stats            end with: stats: frames=N requests=N responses=N unmatched=N malformed=N\n"
     "                     resyncs=N skipped_bytes=N lost_bytes=N unanswered=N not_kafka=N\n"
     "                     sasl_tokens=N capture_errors=N (with -T json: a {\"stats\":{...}} line)\n"
-    "  --api-table        end with a table of messages per (api, version, direction)\n";
+    "  --api-table        end with a table of messages per (api, version, direction)\n"
+    "  --latency          end with request-to-response times per api version and connection,\n"
+    "                     and the slowest exchanges (as kwire latency prints them)\n";
 
 int parse_output_option(const std::vector<std::string>& args, size_t& i, const ProgramSet& ps, OutputOptions& o,
                         std::string& error) {
@@ -32,6 +34,7 @@ int parse_output_option(const std::vector<std::string>& args, size_t& i, const P
   else if (a == "--errors") o.errors_only = true;
   else if (a == "--stats") o.stats = true;
   else if (a == "--api-table") o.api_table = true;
+  else if (a == "--latency") o.latency = true;
   else if (a == "-T") {
     const std::string* v = value("text or json");
     if (!v) return -1;
@@ -54,7 +57,13 @@ int parse_output_option(const std::vector<std::string>& args, size_t& i, const P
 }
 
 FramePrinter::FramePrinter(const ProgramSet& ps, const OutputOptions& o, std::string program, std::FILE* out)
-    : ps_(ps), o_(o), program_(std::move(program)), file_(out) {}
+    : ps_(ps), o_(o), program_(std::move(program)), file_(out) {
+  if (o_.latency) latency_ = std::make_unique<LatencyTracker>(ps_, o_.latency_top);
+}
+
+void FramePrinter::on_connection_end(const TcpConnection& c) {
+  if (latency_) latency_->on_connection_end(c);
+}
 
 bool FramePrinter::selected(const Frame& f) const {
   if (o_.limit >= 0 && printed_ >= o_.limit) return false;
@@ -93,6 +102,7 @@ void FramePrinter::on_frame(const FrameContext& ctx, const Frame& f) {
     if (ctx.unmatched) ++unmatched_;
     if (!f.ok()) ++malformed_;
     if (f.program) ++per_api_[{f.api_key, f.api_version, f.direction == Direction::Request ? 0 : 1}];
+    if (latency_ && (o_.apis.empty() || o_.apis.count(f.api_key))) latency_->on_frame(ctx, f);
   }
   note_time(ctx);
   if (!selected(f)) return;
@@ -165,6 +175,7 @@ void FramePrinter::finish(const SessionStats& s) {
       out_ += line;
     }
   }
+  if (latency_) latency_->write(out_, o_.json);
   if (o_.stats) {
     const std::pair<const char*, uint64_t> fields[] = {
         {"frames", frames_},           {"requests", requests_},         {"responses", responses_},

@@ -5,11 +5,13 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "dissector/output/latency.hpp"
 #include "dissector/output/text_buffer.hpp"
 #include "dissector/protocol/session.hpp"
 
@@ -23,6 +25,8 @@ struct OutputOptions {
   long long limit = -1;      // -c (decode)
   bool stats = false;        // --stats
   bool api_table = false;    // --api-table
+  bool latency = false;      // --latency (and kwire latency)
+  size_t latency_top = 10;   // slowest exchanges listed
   // Number messages by the packet that completed them (a file's frame
   // numbers), or by their order (kwire record: the packets of the file it
   // writes are not numbered while it captures).
@@ -44,6 +48,7 @@ class FramePrinter : public FrameHandler {
   void on_frame(const FrameContext& ctx, const Frame& f) override;
   void on_skip(const FrameContext& ctx, uint64_t length, const std::string& reason) override;
   void on_capture_error(const PacketMeta& meta, const std::string& where, const std::string& reason) override;
+  void on_connection_end(const TcpConnection& c) override;
 
   void flush();
   // The --api-table and --stats lines; `sessions` and `capture_errors` fill
@@ -67,6 +72,7 @@ class FramePrinter : public FrameHandler {
   uint64_t frames_ = 0, requests_ = 0, responses_ = 0, unmatched_ = 0, malformed_ = 0;
   uint64_t capture_errors_ = 0;
   std::map<std::tuple<int, int, int>, uint64_t> per_api_;
+  std::unique_ptr<LatencyTracker> latency_;
   long long printed_ = 0;
   bool first_time_set_ = false;
   int64_t first_sec_ = 0;

@@ -47,6 +47,7 @@ static void usage(std::ostream& out) {
          "  record -i IFACE  capture Kafka traffic live into pcapng (or re-filter a file with -r)\n"
          "  replay -r FILE --target HOST:PORT\n"
          "                   re-send the capture's client sessions to a broker, compare the answers\n"
+         "  latency -r FILE  request-to-response times per api version and connection, the slowest\n"
          "  specs [NAME]     list the APIs kwire knows, or show a message's wire layout\n\n"
          "Run 'kwire <command> --help' for its options; 'kwire --version' prints the version.\n";
 }
@@ -67,6 +68,7 @@ int main(int argc, char** argv) {
   if (cmd == "record") return kwire::cli::record_command(std::move(args));
   if (cmd == "replay") return kwire::cli::replay_command(std::move(args));
   if (cmd == "specs") return kwire::cli::specs_command(std::move(args));
+  if (cmd == "latency") return kwire::cli::latency_command(std::move(args));
   std::cerr << "kwire: unknown command '" << cmd << "'\n";
   usage(std::cerr);
   return 2;

@@ -259,7 +259,7 @@ TEST(SpecsCli, LayoutColumnsStayAlignedForLongPaths) {
 // are the options each command's parser accepts) and exits 0.
 TEST(HelpCli, EveryCommandListsEveryOption) {
   const std::vector<std::string> spec_and_help = {"--overlay", "--spec-dir", "-h, --help"};
-  const std::vector<std::string> output = {"-V", "-T", "--api", "--errors", "--stats", "--api-table"};
+  const std::vector<std::string> output = {"-V", "-T", "--api", "--errors", "--stats", "--api-table", "--latency"};
   std::map<std::string, std::vector<std::string>> options = {
       {"decode", {"-r", "-p", "-f", "-c", "--guess"}},
       {"record", {"-i", "-r", "-w", "-p", "-f", "--auto", "-s", "-B", "--batch-ms", "--immediate-mode", "-c", "-a",
@@ -269,6 +269,7 @@ TEST(HelpCli, EveryCommandListsEveryOption) {
                   "--no-default-ignores", "--expect", "--list-rules", "--report", "--junit", "--record-out",
                   "--script", "--sasl-plain"}},
       {"specs", {"--versions", "-v"}},
+      {"latency", {"-r", "-p", "-f", "-T", "--api", "--top", "--guess"}},
   };
   for (auto& [cmd, list] : options) {
     list.insert(list.end(), spec_and_help.begin(), spec_and_help.end());
@@ -283,7 +284,7 @@ TEST(HelpCli, EveryCommandListsEveryOption) {
     }
   }
   auto top = kwire_cmd("--help");
-  for (const char* cmd : {"decode", "record", "replay", "specs"}) EXPECT_NE(top.out.find(std::string("  ") + cmd + " "), std::string::npos) << cmd;
+  for (const char* cmd : {"decode", "record", "replay", "specs", "latency"}) EXPECT_NE(top.out.find(std::string("  ") + cmd + " "), std::string::npos) << cmd;
 }
 
 TEST(DemoCapture, RealBrokerTrafficDecodesCompletely) {

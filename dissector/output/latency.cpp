@@ -1,0 +1,299 @@
+#include "dissector/output/latency.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+
+#include "dissector/output/output.hpp"
+
+namespace kwire {
+
+namespace {
+
+constexpr int kSubBits = 13;                   // 8,192 buckets per power of two
+constexpr int kExactBelow = 1 << kSubBits;    // µs: exact below 8.192 ms
+
+int64_t micros_of(const PacketMeta& m) { return m.ts_sec * 1000000 + m.ts_usec; }
+uint64_t frame_of(const FrameContext& ctx) { return ctx.packet.number ? ctx.packet.number : ctx.number; }
+
+// "12.345" (milliseconds with microsecond digits).
+void append_ms(TextBuffer& out, int64_t micros) {
+  char b[32];
+  snprintf(b, sizeof b, "%lld.%03lld", static_cast<long long>(micros / 1000), static_cast<long long>(micros % 1000));
+  out += b;
+}
+
+void pad(TextBuffer& out, std::string_view s, size_t width, bool right = false) {
+  if (right) out.append(width > s.size() ? width - s.size() : 0, ' ');
+  out += s;
+  if (!right) out.append(width > s.size() ? width - s.size() : 0, ' ');
+}
+
+std::string ms(int64_t micros) {
+  TextBuffer b;
+  append_ms(b, micros);
+  return std::string(b.data(), b.size());
+}
+
+}  // namespace
+
+uint32_t LatencyHistogram::bucket(int64_t v) {
+  if (v < kExactBelow) return static_cast<uint32_t>(v);
+  const int e = 63 - __builtin_clzll(static_cast<uint64_t>(v));  // >= kSubBits
+  const uint32_t sub = static_cast<uint32_t>(v >> (e - kSubBits)) & ((1u << kSubBits) - 1);
+  return kExactBelow + static_cast<uint32_t>(e - kSubBits) * (1u << kSubBits) + sub;
+}
+
+int64_t LatencyHistogram::lower_bound(uint32_t b) {
+  if (b < kExactBelow) return b;
+  const uint32_t k = b - kExactBelow;
+  const int e = kSubBits + static_cast<int>(k >> kSubBits);
+  const int64_t sub = k & ((1u << kSubBits) - 1);
+  return ((int64_t{1} << kSubBits) + sub) << (e - kSubBits);
+}
+
+void LatencyHistogram::add(int64_t micros) {
+  if (micros < 0) micros = 0;  // a capture whose clock stepped back
+  ++buckets_[bucket(micros)];
+  max_ = count_ ? std::max(max_, micros) : micros;
+  min_ = count_ ? std::min(min_, micros) : micros;
+  ++count_;
+}
+
+int64_t LatencyHistogram::percentile(double p) const {
+  if (!count_) return 0;
+  const uint64_t rank = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(p / 100.0 * static_cast<double>(count_))));
+  if (rank >= count_) return max_;  // the extremes are known exactly
+  if (rank == 1) return min_;
+  uint64_t seen = 0;
+  for (const auto& [b, n] : buckets_) {
+    seen += n;
+    if (seen >= rank) return std::clamp(lower_bound(b), min_, max_);
+  }
+  return max_;
+}
+
+std::string LatencyTracker::api_name(int16_t key) const {
+  const MessageProgram* m = ps_.find_api(std::to_string(key));
+  return m ? std::string(m->api_name) : "api " + std::to_string(key);
+}
+
+void LatencyTracker::on_frame(const FrameContext& ctx, const Frame& f) {
+  if (ctx.not_kafka || !ctx.conn || f.api_key < 0) return;
+  const uint32_t conn = ctx.conn->id;
+  const uint64_t key = uint64_t{conn} << 32 | static_cast<uint32_t>(f.correlation_id);
+  if (f.direction == Direction::Request) {
+    // Produce with acks=0 gets no answer.
+    if (f.api_key == 0 && f.program) {
+      const Node* acks = find_field(f, ps_, f.body, "Acks");
+      if (acks && acks->v.i == 0) return;
+    }
+    auto [it, fresh] = pending_.try_emplace(key, Pending{micros_of(ctx.packet), frame_of(ctx), f.api_key, f.api_version});
+    if (!fresh) {  // the correlation id came again before an answer: the first one was never answered
+      unanswered(conn, it->second);
+      it->second = Pending{micros_of(ctx.packet), frame_of(ctx), f.api_key, f.api_version};
+    }
+    if (!conns_.count(conn)) conns_[conn] = ConnStats{ctx.src.str(), ctx.dst.str(), {}, 0};
+    return;
+  }
+  if (ctx.unmatched) return;
+  auto it = pending_.find(key);
+  if (it == pending_.end()) return;
+  const Pending p = it->second;
+  pending_.erase(it);
+  const int64_t d = std::max<int64_t>(0, micros_of(ctx.packet) - p.micros);
+  apis_[{p.api_key, p.api_version}].h.add(d);
+  conns_[conn].h.add(d);
+  if (slowest_n_ == 0) return;
+  const Slow s{d, p.frame, frame_of(ctx), p.api_key, p.api_version, conn, f.correlation_id};
+  if (slowest_.size() < slowest_n_) {
+    slowest_.push_back(s);
+    std::push_heap(slowest_.begin(), slowest_.end(), std::greater<>());
+  } else if (s.micros > slowest_.front().micros) {
+    std::pop_heap(slowest_.begin(), slowest_.end(), std::greater<>());
+    slowest_.back() = s;
+    std::push_heap(slowest_.begin(), slowest_.end(), std::greater<>());
+  }
+}
+
+void LatencyTracker::unanswered(uint32_t conn, const Pending& p) {
+  ++apis_[{p.api_key, p.api_version}].unanswered;
+  ++conns_[conn].unanswered;
+}
+
+void LatencyTracker::on_connection_end(const TcpConnection& c) {
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    if (it->first >> 32 == c.id) {
+      unanswered(c.id, it->second);
+      it = pending_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void LatencyTracker::write(TextBuffer& out, bool json) const {
+  // Requests still waiting when the capture ends count as unanswered.
+  std::map<std::pair<int16_t, int16_t>, uint64_t> waiting;
+  std::map<uint32_t, uint64_t> waiting_conn;
+  for (const auto& [key, p] : pending_) {
+    ++waiting[{p.api_key, p.api_version}];
+    ++waiting_conn[static_cast<uint32_t>(key >> 32)];
+  }
+  std::map<std::pair<int16_t, int16_t>, const ApiStats*> rows;
+  static const ApiStats kNone;
+  for (const auto& [k, s] : apis_) rows[k] = &s;
+  for (const auto& [k, n] : waiting) rows.try_emplace(k, &kNone);
+  std::vector<Slow> slow = slowest_;
+  std::sort(slow.begin(), slow.end(), [](const Slow& a, const Slow& b) {
+    return a.micros != b.micros ? a.micros > b.micros : a.request_frame < b.request_frame;
+  });
+  auto unans = [&](std::pair<int16_t, int16_t> k, const ApiStats& s) {
+    auto w = waiting.find(k);
+    return s.unanswered + (w == waiting.end() ? 0 : w->second);
+  };
+  auto conn_unans = [&](uint32_t id, const ConnStats& s) {
+    auto w = waiting_conn.find(id);
+    return s.unanswered + (w == waiting_conn.end() ? 0 : w->second);
+  };
+
+  if (json) {
+    auto stats = [&](const LatencyHistogram& h) {
+      out += "\"count\":";
+      append_int(out, static_cast<int64_t>(h.count()));
+      for (const auto& [name, v] : {std::pair<const char*, int64_t>{"p50Ms", h.percentile(50)},
+                                    {"p90Ms", h.percentile(90)}, {"p99Ms", h.percentile(99)}, {"maxMs", h.max()}}) {
+        out += ",\"";
+        out += name;
+        out += "\":";
+        if (h.count()) append_ms(out, v); else out += "null";
+      }
+    };
+    out += "{\"latency\":{\"apis\":[";
+    bool first = true;
+    for (const auto& [k, s] : rows) {
+      if (!first) out += ',';
+      first = false;
+      out += "{\"apiKey\":";
+      append_int(out, k.first);
+      out += ",\"apiName\":";
+      json_string(out, api_name(k.first));
+      out += ",\"apiVersion\":";
+      append_int(out, k.second);
+      out += ',';
+      stats(s->h);
+      out += ",\"unanswered\":";
+      append_int(out, static_cast<int64_t>(unans(k, *s)));
+      out += '}';
+    }
+    out += "],\"slowest\":[";
+    first = true;
+    for (const Slow& s : slow) {
+      if (!first) out += ',';
+      first = false;
+      out += "{\"requestFrame\":";
+      append_int(out, static_cast<int64_t>(s.request_frame));
+      out += ",\"responseFrame\":";
+      append_int(out, static_cast<int64_t>(s.response_frame));
+      out += ",\"latencyMs\":";
+      append_ms(out, s.micros);
+      out += ",\"apiKey\":";
+      append_int(out, s.api_key);
+      out += ",\"apiName\":";
+      json_string(out, api_name(s.api_key));
+      out += ",\"apiVersion\":";
+      append_int(out, s.api_version);
+      out += ",\"correlationId\":";
+      append_int(out, s.correlation_id);
+      out += ",\"connection\":";
+      append_int(out, s.conn);
+      out += '}';
+    }
+    out += "],\"connections\":[";
+    first = true;
+    for (const auto& [id, c] : conns_) {
+      if (!first) out += ',';
+      first = false;
+      out += "{\"connection\":";
+      append_int(out, id);
+      out += ",\"client\":";
+      json_string(out, c.client);
+      out += ",\"server\":";
+      json_string(out, c.server);
+      out += ',';
+      stats(c.h);
+      out += ",\"unanswered\":";
+      append_int(out, static_cast<int64_t>(conn_unans(id, c)));
+      out += '}';
+    }
+    out += "]}}\n";
+    return;
+  }
+
+  out += "latency: request to response, ms (percentiles by nearest rank; exact below 8.192 ms, else within 0.013%)\n";
+  size_t w_api = 3;
+  for (const auto& [k, s] : rows) w_api = std::max(w_api, api_name(k.first).size());
+  auto header = [&](std::string_view first, size_t width) {
+    pad(out, first, width);
+    for (const char* h : {"count", "p50", "p90", "p99", "max", "unanswered"}) {
+      out += "  ";
+      pad(out, h, std::string_view(h) == "count" ? 7 : std::string_view(h) == "unanswered" ? 10 : 9, true);
+    }
+    out += '\n';
+  };
+  auto cells = [&](const LatencyHistogram& h, uint64_t missing) {
+    out += "  ";
+    pad(out, std::to_string(h.count()), 7, true);
+    for (int64_t v : {h.percentile(50), h.percentile(90), h.percentile(99), h.max()}) {
+      out += "  ";
+      pad(out, h.count() ? ms(v) : "-", 9, true);
+    }
+    out += "  ";
+    pad(out, std::to_string(missing), 10, true);
+    out += '\n';
+  };
+  header("api" + std::string(w_api - 3, ' ') + "  version", w_api + 9);
+  for (const auto& [k, s] : rows) {
+    pad(out, api_name(k.first), w_api);
+    out += "  ";
+    pad(out, std::to_string(k.second), 7, true);
+    cells(s->h, unans(k, *s));
+  }
+  if (!slow.empty()) {
+    out += "slowest: request frame -> response frame, ms, api, connection\n";
+    for (const Slow& s : slow) {
+      char line[96];
+      snprintf(line, sizeof line, "  %8llu -> %-8llu %9s  ", static_cast<unsigned long long>(s.request_frame),
+               static_cast<unsigned long long>(s.response_frame), ms(s.micros).c_str());
+      out += line;
+      out += api_name(s.api_key);
+      out += " v";
+      append_int(out, s.api_version);
+      out += " corr=";
+      append_int(out, s.correlation_id);
+      out += " conn ";
+      append_int(out, s.conn);
+      out += '\n';
+    }
+  }
+  if (!conns_.empty()) {
+    size_t w_conn = 10;
+    std::vector<std::string> names;
+    for (const auto& [id, c] : conns_) {
+      names.push_back(std::to_string(id) + " " + c.client + " \u2192 " + c.server);
+      w_conn = std::max(w_conn, names.back().size() - 2);  // the arrow is 3 bytes, 1 column
+    }
+    out += "per connection:\n";
+    header("connection", w_conn);
+    size_t i = 0;
+    for (const auto& [id, c] : conns_) {
+      out += names[i];
+      out.append(w_conn - (names[i].size() - 2), ' ');
+      ++i;
+      cells(c.h, conn_unans(id, c));
+    }
+  }
+}
+
+}  // namespace kwire

@@ -1,0 +1,91 @@
+// Request-to-response times of a capture: per api version, per connection,
+// and the slowest exchanges, as `kwire latency` and `--latency` print them.
+//
+// A request's time is that of the packet that completed it, a response's
+// likewise (the frames Wireshark shows the two messages in). Memory stays
+// bounded by what a capture can hold at once: requests in flight, one sparse
+// histogram per api version and per connection, and the N slowest exchanges;
+// never one entry per exchange.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "dissector/output/text_buffer.hpp"
+#include "dissector/protocol/session.hpp"
+
+namespace kwire {
+
+// Counts of durations in microseconds: exact below 8,192 µs, above that in
+// buckets 1/8192 of a power of two wide (a value is reported as its bucket's
+// lower bound, at most 0.013% under the true one). Sparse: memory grows with
+// the number of distinct buckets hit, not with the count.
+class LatencyHistogram {
+ public:
+  void add(int64_t micros);
+  uint64_t count() const { return count_; }
+  int64_t max() const { return max_; }
+  int64_t min() const { return min_; }
+  // Nearest rank: the smallest value with at least ceil(p/100 * count) values
+  // at or below it (0 < p <= 100). 0 when empty.
+  int64_t percentile(double p) const;
+
+ private:
+  static uint32_t bucket(int64_t micros);
+  static int64_t lower_bound(uint32_t bucket);
+  std::map<uint32_t, uint64_t> buckets_;
+  uint64_t count_ = 0;
+  int64_t max_ = 0;
+  int64_t min_ = 0;
+};
+
+class LatencyTracker {
+ public:
+  explicit LatencyTracker(const ProgramSet& ps, size_t slowest = 10) : ps_(ps), slowest_n_(slowest) {}
+
+  void on_frame(const FrameContext& ctx, const Frame& f);
+  void on_connection_end(const TcpConnection& c);
+
+  // The report: a table per api version, the slowest exchanges, per
+  // connection. `json`: one JSON object on one line.
+  void write(TextBuffer& out, bool json) const;
+
+ private:
+  struct Pending {
+    int64_t micros;
+    uint64_t frame;
+    int16_t api_key, api_version;
+  };
+  struct Slow {
+    int64_t micros;
+    uint64_t request_frame, response_frame;
+    int16_t api_key, api_version;
+    uint32_t conn;
+    int32_t correlation_id;
+    bool operator>(const Slow& o) const { return micros > o.micros; }
+  };
+  struct ApiStats {
+    LatencyHistogram h;
+    uint64_t unanswered = 0;
+  };
+  struct ConnStats {
+    std::string client, server;
+    LatencyHistogram h;
+    uint64_t unanswered = 0;
+  };
+  void unanswered(uint32_t conn, const Pending& p);
+  std::string api_name(int16_t key) const;
+
+  const ProgramSet& ps_;
+  size_t slowest_n_;
+  std::unordered_map<uint64_t, Pending> pending_;  // (connection id << 32 | correlation id) -> request
+  std::map<std::pair<int16_t, int16_t>, ApiStats> apis_;
+  std::map<uint32_t, ConnStats> conns_;
+  std::vector<Slow> slowest_;  // a min-heap of the N slowest
+};
+
+}  // namespace kwire

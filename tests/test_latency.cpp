@@ -1,0 +1,206 @@
+// kwire latency against tshark: tshark frames the Kafka messages of a real
+// capture and gives each one's packet number, time, TCP stream and
+// correlation id; the test pairs requests with responses itself and works
+// out count, nearest-rank p50/p90/p99 and max per api version, and the
+// slowest exchanges. kwire's report must agree.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "dissector/output/latency.hpp"
+#include "tests/test_support.hpp"
+
+using namespace kwire;
+using namespace kwire::test;
+
+namespace {
+
+std::string sh(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return out;
+  char buf[65536];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> v;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, sep)) v.push_back(item);
+  if (!s.empty() && s.back() == sep) v.push_back("");
+  return v;
+}
+
+struct Exchange {
+  int64_t micros;
+  uint64_t request_frame, response_frame;
+  int api, version;
+};
+
+// "1795983902.000635145" -> microseconds, truncated as libpcap does.
+int64_t epoch_micros(const std::string& t) {
+  const size_t dot = t.find('.');
+  std::string frac = t.substr(dot + 1);
+  frac.resize(6, '0');
+  return std::stoll(t.substr(0, dot)) * 1000000 + std::stoll(frac.substr(0, 6));
+}
+
+std::vector<Exchange> tshark_exchanges(const std::string& cap) {
+  const std::string port = sh("tshark -r " + cap + " -Y 'tcp.flags.syn==1 && tcp.flags.ack==0' -T fields -e tcp.dstport -c 1 2>/dev/null");
+  EXPECT_FALSE(port.empty());
+  const std::string rows = sh("tshark -r " + cap + " -d tcp.port==" + port.substr(0, port.find('\n')) +
+                              ",kafka -Y kafka -T fields -E separator=/t -e frame.number -e frame.time_epoch -e tcp.stream"
+                              " -e kafka.correlation_id -e kafka.request_key -e kafka.request.version 2>/dev/null");
+  struct Req { int64_t micros; uint64_t frame; int api, version; };
+  std::map<std::pair<int, int>, Req> pending;
+  std::vector<Exchange> out;
+  for (const auto& line : lines(rows)) {
+    auto f = split(line, '\t');
+    if (f.size() < 6) continue;
+    const uint64_t frame = std::stoull(f[0]);
+    const int64_t t = epoch_micros(f[1]);
+    const int stream = std::stoi(f[2]);
+    auto corrs = split(f[3], ','), keys = split(f[4], ','), versions = split(f[5], ',');
+    for (size_t i = 0; i < corrs.size(); ++i) {
+      const int corr = std::stoi(corrs[i]);
+      if (!f[4].empty()) {  // requests carry their api key
+        pending[{stream, corr}] = Req{t, frame, std::stoi(keys.at(i)), std::stoi(versions.at(i))};
+      } else if (auto it = pending.find({stream, corr}); it != pending.end()) {
+        out.push_back({t - it->second.micros, it->second.frame, frame, it->second.api, it->second.version});
+        pending.erase(it);
+      }
+    }
+  }
+  return out;
+}
+
+int64_t nearest_rank(std::vector<int64_t> v, double p) {
+  std::sort(v.begin(), v.end());
+  const size_t rank = std::max<size_t>(1, static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size()))));
+  return v[rank - 1];
+}
+
+int64_t json_micros(const nlohmann::json& ms) { return std::llround(ms.get<double>() * 1000.0); }
+
+// kwire reports a bucket's lower bound above 8.192 ms: at most 0.013% (and
+// the microsecond lost in truncation) under the true value.
+void expect_close(int64_t got, int64_t want, const std::string& what) {
+  EXPECT_LE(got, want + 1) << what;
+  EXPECT_GE(got, want - 1 - (want >= 8192 ? want / 7000 : 0)) << what;
+}
+
+}  // namespace
+
+TEST(Latency, AgreesWithTsharkFramingAndTimestamps) {
+  for (const char* name : {"demo", "stateful", "plugin-failures"}) {
+    const std::string cap = std::string(KWIRE_SOURCE_DIR) + "/captures/" + name + ".pcapng";
+    const auto ex = tshark_exchanges(cap);
+    ASSERT_GT(ex.size(), 50u) << name;
+    auto r = kwire_cmd("latency -r " + cap + " -T json --top 5");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out)["latency"];
+
+    std::map<std::pair<int, int>, std::vector<int64_t>> by_api;
+    for (const auto& e : ex) by_api[{e.api, e.version}].push_back(e.micros);
+    ASSERT_EQ(j["apis"].size(), by_api.size()) << name << r.out;
+    for (const auto& row : j["apis"]) {
+      const auto key = std::make_pair(row["apiKey"].get<int>(), row["apiVersion"].get<int>());
+      ASSERT_TRUE(by_api.count(key)) << name << " " << row.dump();
+      const auto& v = by_api[key];
+      const std::string what = std::string(name) + " " + row.dump();
+      EXPECT_EQ(row["count"].get<size_t>(), v.size()) << what;
+      EXPECT_EQ(row["unanswered"].get<int>(), 0) << what;
+      expect_close(json_micros(row["p50Ms"]), nearest_rank(v, 50), what + " p50");
+      expect_close(json_micros(row["p90Ms"]), nearest_rank(v, 90), what + " p90");
+      expect_close(json_micros(row["p99Ms"]), nearest_rank(v, 99), what + " p99");
+      const int64_t max = *std::max_element(v.begin(), v.end());
+      EXPECT_NEAR(json_micros(row["maxMs"]), max, 1) << what;
+    }
+
+    // The five slowest, with their frames, in order.
+    auto sorted = ex;
+    std::stable_sort(sorted.begin(), sorted.end(), [](const Exchange& a, const Exchange& b) { return a.micros > b.micros; });
+    ASSERT_EQ(j["slowest"].size(), 5u);
+    for (size_t i = 0; i < 5; ++i) {
+      const auto& s = j["slowest"][i];
+      EXPECT_NEAR(json_micros(s["latencyMs"]), sorted[i].micros, 1) << name << " " << s.dump();
+      // Ties aside, the same exchange.
+      if (i + 1 < sorted.size() && sorted[i].micros != sorted[i + 1].micros && (i == 0 || sorted[i - 1].micros != sorted[i].micros)) {
+        EXPECT_EQ(s["requestFrame"].get<uint64_t>(), sorted[i].request_frame) << name << " " << s.dump();
+        EXPECT_EQ(s["responseFrame"].get<uint64_t>(), sorted[i].response_frame) << name << " " << s.dump();
+        EXPECT_EQ(s["apiKey"].get<int>(), sorted[i].api) << name;
+      }
+    }
+    size_t conn_count = 0;
+    for (const auto& c : j["connections"]) conn_count += c["count"].get<size_t>();
+    EXPECT_EQ(conn_count, ex.size()) << name;
+  }
+}
+
+// The text report and --latency on decode say the same as the JSON.
+TEST(Latency, TextAndDecodeOptionAgreeWithJson) {
+  const std::string cap = std::string(KWIRE_SOURCE_DIR) + "/captures/demo.pcapng";
+  auto text = kwire_cmd("latency -r " + cap);
+  auto decode = kwire_cmd("decode -r " + cap + " -c 0 --latency");
+  auto json = kwire_cmd("decode -r " + cap + " -T json -c 0 --latency");
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_EQ(decode.out, text.out);
+  const auto j = nlohmann::json::parse(json.out)["latency"];
+  // "StreamsGroupHeartbeat  1  count p50 p90 p99 max unanswered"
+  for (const auto& row : j["apis"]) {
+    std::string name = row["apiName"], want;
+    bool found = false;
+    for (const auto& l : lines(text.out)) {
+      std::istringstream in(l);
+      std::string api, version, count, p50, p90, p99, max, unanswered;
+      in >> api >> version >> count >> p50 >> p90 >> p99 >> max >> unanswered;
+      if (api != name || version != std::to_string(row["apiVersion"].get<int>())) continue;
+      found = true;
+      EXPECT_EQ(count, std::to_string(row["count"].get<int>())) << l;
+      EXPECT_NEAR(std::stod(p50), row["p50Ms"].get<double>(), 1e-9) << l;
+      EXPECT_NEAR(std::stod(max), row["maxMs"].get<double>(), 1e-9) << l;
+    }
+    EXPECT_TRUE(found) << name;
+  }
+  // --api narrows the report to those APIs.
+  auto fetch = nlohmann::json::parse(kwire_cmd("latency -r " + cap + " -T json --api fetch").out)["latency"];
+  ASSERT_EQ(fetch["apis"].size(), 1u);
+  EXPECT_EQ(fetch["apis"][0]["apiName"], "Fetch");
+}
+
+TEST(Latency, UsageErrors) {
+  EXPECT_EQ(WEXITSTATUS(kwire_cmd("latency").status), 2);
+  EXPECT_EQ(WEXITSTATUS(kwire_cmd("latency -r x.pcap --top -1").status), 2);
+  auto missing = kwire_cmd("latency -r /nonexistent.pcap");
+  EXPECT_EQ(WEXITSTATUS(missing.status), 1);
+  EXPECT_NE(missing.err.find("/nonexistent.pcap"), std::string::npos) << missing.err;
+}
+
+// The histogram: exact below 8.192 ms, within 1/8192 above; nearest rank.
+TEST(LatencyHistogram, NearestRankAndBuckets) {
+  LatencyHistogram h;
+  for (int64_t v : {5, 1, 4, 2, 3}) h.add(v);
+  EXPECT_EQ(h.percentile(50), 3);   // rank ceil(2.5) = 3
+  EXPECT_EQ(h.percentile(90), 5);   // rank ceil(4.5) = 5
+  EXPECT_EQ(h.percentile(20), 1);   // rank 1
+  EXPECT_EQ(h.percentile(21), 2);   // rank ceil(1.05) = 2
+  EXPECT_EQ(h.max(), 5);
+  LatencyHistogram big;
+  big.add(8191);
+  big.add(16'385);      // 2^14..2^15: buckets 2 µs wide, [16384, 16386)
+  big.add(1'000'003);   // 2^19..2^20: buckets 64 µs wide, [999'936, 1'000'000) + 64
+  big.add(5'000'000);
+  EXPECT_EQ(big.percentile(25), 8191);
+  EXPECT_EQ(big.percentile(50), 16'384);
+  EXPECT_EQ(big.percentile(75), 1'000'000);
+  EXPECT_EQ(big.percentile(100), 5'000'000);  // the extremes are exact
+}
