@@ -261,6 +261,7 @@ class Recording : public FrameHandler {
     if (gate_) gate_->started(c.client, c.server, now_);
   }
   void on_connection_end(const TcpConnection& c) override {
+    if (printer_) printer_->on_connection_end(c);
     if (redactor_) redactor_->ended(c.client, c.server);
     if (gate_) gate_->ended(c.client, c.server, now_);
   }

@@ -154,6 +154,14 @@ TEST(Latency, TextAndDecodeOptionAgreeWithJson) {
   auto json = kwire_cmd("decode -r " + cap + " -T json -c 0 --latency");
   ASSERT_EQ(text.status, 0) << text.err;
   EXPECT_EQ(decode.out, text.out);
+  // kwire record --decode --latency ends its output with the same report.
+  const std::string written = ::testing::TempDir() + "kwire-latency-record.pcapng";
+  auto record = kwire_cmd("record -r " + cap + " -w " + written + " --auto --decode --latency");
+  ASSERT_EQ(record.status, 0) << record.err;
+  const size_t at = record.out.find("latency: request to response");
+  ASSERT_NE(at, std::string::npos) << record.out;
+  EXPECT_EQ(record.out.substr(at), text.out);
+  std::remove(written.c_str());
   const auto j = nlohmann::json::parse(json.out)["latency"];
   // "StreamsGroupHeartbeat  1  count p50 p90 p99 max unanswered"
   for (const auto& row : j["apis"]) {
