@@ -9,6 +9,8 @@ namespace {
 constexpr int16_t kMetadata = 3;
 constexpr int16_t kProduce = 0;
 constexpr int16_t kFetch = 1;
+constexpr int16_t kListOffsets = 2;
+constexpr int16_t kOffsetCommit = 8;
 constexpr int16_t kHeartbeat = 12;
 constexpr int16_t kStreamsGroupHeartbeat = 88;
 constexpr int16_t kStreamsGroupDescribe = 89;
@@ -150,53 +152,189 @@ std::string topic_name(int i) {
 
 // ---- Metadata ---------------------------------------------------------------
 
+// Request header v2 for flexible versions, v1 before; response header v1 / v0.
+Msg request_header_for(int api_key, int version, bool flexible, int32_t corr, std::string_view client_id) {
+  return flexible ? request_header(api_key, version, corr, client_id) : request_header_v1(api_key, version, corr, client_id);
+}
+Msg response_header_for(bool flexible, int32_t corr) {
+  if (flexible) return response_header(corr);
+  Msg m;
+  m.i32(corr);
+  return m;
+}
+void tags_if(Msg& m, bool flexible) {
+  if (flexible) m.tags0();
+}
+// A nullable string: compact or classic, null when `null`.
+void nstr(Msg& m, bool flexible, bool null, std::string_view v) {
+  if (!null) m.s(flexible, v);
+  else if (flexible) m.cnull();
+  else m.i16(-1);
+}
+
 WireMessage metadata_request(int32_t corr, int version, int topics) {
-  Msg m = request_header(kMetadata, version, corr, "producer-orders-1");
+  const bool flex = version >= 9;
+  Msg m = request_header_for(kMetadata, version, flex, corr, "producer-orders-1");
   if (topics == 0) {
-    m.cnull();
+    if (version == 0) m.i32(0);  // v0 has no null: an empty list asks for all
+    else if (flex) m.cnull();
+    else m.i32(-1);
   } else {
-    m.carr(topics);
+    m.arr(flex, topics);
     for (int t = 0; t < topics; ++t) {
       if (version >= 10) m.uuid(0, 0);  // TopicId
-      m.cstr(topic_name(t)).tags0();
+      m.s(flex, topic_name(t));
+      tags_if(m, flex);
     }
   }
-  m.boolean(false);                     // AllowAutoTopicCreation
-  if (version <= 10) m.boolean(false);  // IncludeClusterAuthorizedOperations
-  m.boolean(false).tags0();             // IncludeTopicAuthorizedOperations
+  if (version >= 4) m.boolean(false);                    // AllowAutoTopicCreation
+  if (version >= 8 && version <= 10) m.boolean(false);   // IncludeClusterAuthorizedOperations
+  if (version >= 8) m.boolean(false);                    // IncludeTopicAuthorizedOperations
+  tags_if(m, flex);
   return finish(m, true, kMetadata, version);
 }
 
 WireMessage metadata_response(int32_t corr, int version, int topics, int partitions, int brokers) {
-  Msg m = response_header(corr);
-  m.i32(0);  // ThrottleTimeMs
-  m.carr(brokers);
-  for (int b = 0; b < brokers; ++b)
-    m.i32(b + 1).cstr(fmt("broker-%lld.kafka.svc.cluster.local", b + 1)).i32(9092).cstr(rack(b)).tags0();
-  m.cstr("MkU3OEVBNTcwNTJENDM2Qk").i32(1);  // ClusterId, ControllerId
-  m.carr(topics);
+  const bool flex = version >= 9;
+  Msg m = response_header_for(flex, corr);
+  if (version >= 3) m.i32(0);  // ThrottleTimeMs
+  m.arr(flex, brokers);
+  for (int b = 0; b < brokers; ++b) {
+    m.i32(b + 1).s(flex, fmt("broker-%lld.kafka.svc.cluster.local", b + 1)).i32(9092);
+    if (version >= 1) m.s(flex, rack(b));
+    tags_if(m, flex);
+  }
+  if (version >= 2) m.s(flex, "MkU3OEVBNTcwNTJENDM2Qk");  // ClusterId
+  if (version >= 1) m.i32(1);                            // ControllerId
+  m.arr(flex, topics);
   for (int t = 0; t < topics; ++t) {
-    m.i16(0).cstr(topic_name(t));
+    m.i16(0).s(flex, topic_name(t));
     if (version >= 10) m.uuid(mix(t), mix(t + 0x10000));  // TopicId
-    m.boolean(false);                                      // IsInternal
-    m.carr(partitions);
+    if (version >= 1) m.boolean(false);                   // IsInternal
+    m.arr(flex, partitions);
     for (int p = 0; p < partitions; ++p) {
       int leader = static_cast<int>((t + p) % brokers);
-      m.i16(0).i32(p).i32(leader + 1).i32(static_cast<int>(mix(t * 1000 + p) % 40));  // LeaderEpoch
-      m.carr(3);
+      m.i16(0).i32(p).i32(leader + 1);
+      if (version >= 7) m.i32(static_cast<int>(mix(t * 1000 + p) % 40));  // LeaderEpoch
+      m.arr(flex, 3);
       for (int r = 0; r < 3; ++r) m.i32((leader + r) % brokers + 1);
       bool shrunk = mix(t * 7919 + p) % 50 == 0;  // now and then a follower is out of sync
-      m.carr(shrunk ? 2 : 3);
+      m.arr(flex, shrunk ? 2 : 3);
       for (int r = 0; r < (shrunk ? 2 : 3); ++r) m.i32((leader + r) % brokers + 1);
-      m.carr(0);  // OfflineReplicas
-      m.tags0();
+      if (version >= 5) m.arr(flex, 0);  // OfflineReplicas
+      tags_if(m, flex);
     }
-    m.i32(kAuthorizedOpsOmitted).tags0();
+    if (version >= 8) m.i32(kAuthorizedOpsOmitted);
+    tags_if(m, flex);
   }
-  if (version <= 10) m.i32(kAuthorizedOpsOmitted);  // ClusterAuthorizedOperations
-  if (version >= 13) m.i16(0);                      // ErrorCode
-  m.tags0();
+  if (version >= 8 && version <= 10) m.i32(kAuthorizedOpsOmitted);  // ClusterAuthorizedOperations
+  if (version >= 13) m.i16(0);                                      // ErrorCode
+  tags_if(m, flex);
   return finish(m, false, kMetadata, version);
+}
+
+// ---- Consumer group traffic: Heartbeat, OffsetCommit, ListOffsets ------------
+
+WireMessage heartbeat_request(int32_t corr, int version, int consumer, int generation) {
+  const bool flex = version >= 4;
+  Msg m = request_header_for(kHeartbeat, version, flex, corr, "consumer-orders-" + std::to_string(consumer));
+  m.s(flex, "orders-consumers").i32(generation).s(flex, "consumer-" + std::to_string(consumer) + "-6f1c2a");
+  if (version >= 3) nstr(m, flex, true, {});  // GroupInstanceId
+  tags_if(m, flex);
+  return finish(m, true, kHeartbeat, version);
+}
+
+WireMessage heartbeat_response(int32_t corr, int version, int error) {
+  const bool flex = version >= 4;
+  Msg m = response_header_for(flex, corr);
+  if (version >= 1) m.i32(0);
+  m.i16(error);
+  tags_if(m, flex);
+  return finish(m, false, kHeartbeat, version);
+}
+
+WireMessage offset_commit_request(int32_t corr, int version, int consumer, int generation, int topics, int partitions,
+                                  int64_t offset) {
+  const bool flex = version >= 8;
+  Msg m = request_header_for(kOffsetCommit, version, flex, corr, "consumer-orders-" + std::to_string(consumer));
+  m.s(flex, "orders-consumers").i32(generation).s(flex, "consumer-" + std::to_string(consumer) + "-6f1c2a");
+  if (version >= 7) nstr(m, flex, true, {});  // GroupInstanceId
+  if (version <= 4) m.i64(-1);                // RetentionTimeMs
+  m.arr(flex, topics);
+  for (int t = 0; t < topics; ++t) {
+    if (version >= 10) m.uuid(mix(t), mix(t + 0x10000));
+    else m.s(flex, topic_name(t));
+    m.arr(flex, partitions);
+    for (int p = 0; p < partitions; ++p) {
+      m.i32(p).i64(offset + static_cast<int64_t>(mix(t * 131 + p) % 5000));
+      if (version >= 6) m.i32(static_cast<int>(mix(t * 1000 + p) % 40));  // CommittedLeaderEpoch
+      nstr(m, flex, p % 4 != 0, "");                                       // CommittedMetadata
+      tags_if(m, flex);
+    }
+    tags_if(m, flex);
+  }
+  tags_if(m, flex);
+  return finish(m, true, kOffsetCommit, version);
+}
+
+WireMessage offset_commit_response(int32_t corr, int version, int topics, int partitions) {
+  const bool flex = version >= 8;
+  Msg m = response_header_for(flex, corr);
+  if (version >= 3) m.i32(0);
+  m.arr(flex, topics);
+  for (int t = 0; t < topics; ++t) {
+    if (version >= 10) m.uuid(mix(t), mix(t + 0x10000));
+    else m.s(flex, topic_name(t));
+    m.arr(flex, partitions);
+    for (int p = 0; p < partitions; ++p) {
+      m.i32(p).i16(0);
+      tags_if(m, flex);
+    }
+    tags_if(m, flex);
+  }
+  tags_if(m, flex);
+  return finish(m, false, kOffsetCommit, version);
+}
+
+WireMessage list_offsets_request(int32_t corr, int version, int consumer, int topics, int partitions) {
+  const bool flex = version >= 6;
+  Msg m = request_header_for(kListOffsets, version, flex, corr, "consumer-orders-" + std::to_string(consumer));
+  m.i32(-1);                       // ReplicaId
+  if (version >= 2) m.i8(1);       // IsolationLevel: read_committed
+  m.arr(flex, topics);
+  for (int t = 0; t < topics; ++t) {
+    m.s(flex, topic_name(t));
+    m.arr(flex, partitions);
+    for (int p = 0; p < partitions; ++p) {
+      m.i32(p);
+      if (version >= 4) m.i32(static_cast<int>(mix(t * 1000 + p) % 40));  // CurrentLeaderEpoch
+      m.i64(p % 2 ? -1 : -2);                                              // LATEST / EARLIEST
+      tags_if(m, flex);
+    }
+    tags_if(m, flex);
+  }
+  if (version >= 10) m.i32(30000);  // TimeoutMs
+  tags_if(m, flex);
+  return finish(m, true, kListOffsets, version);
+}
+
+WireMessage list_offsets_response(int32_t corr, int version, int topics, int partitions) {
+  const bool flex = version >= 6;
+  Msg m = response_header_for(flex, corr);
+  if (version >= 2) m.i32(0);
+  m.arr(flex, topics);
+  for (int t = 0; t < topics; ++t) {
+    m.s(flex, topic_name(t));
+    m.arr(flex, partitions);
+    for (int p = 0; p < partitions; ++p) {
+      m.i32(p).i16(0).i64(-1).i64(static_cast<int64_t>(mix(t * 131 + p) % 10'000'000));
+      if (version >= 4) m.i32(static_cast<int>(mix(t * 1000 + p) % 40));
+      tags_if(m, flex);
+    }
+    tags_if(m, flex);
+  }
+  tags_if(m, flex);
+  return finish(m, false, kListOffsets, version);
 }
 
 // ---- StreamsGroupHeartbeat v1 -----------------------------------------------
@@ -516,19 +654,9 @@ WireMessage fetch_response(int32_t corr, int topics, int partitions, int records
   return finish(m, false, kFetch, 11);
 }
 
-// HeartbeatRequest v3: GroupId, GenerationId, MemberId, GroupInstanceId (null).
 WireMessage heartbeat_request(int32_t corr, int consumer, int generation) {
-  Msg m = request_header_v1(kHeartbeat, 3, corr, "consumer-orders-1");
-  m.str("orders-consumers").i32(generation).str("consumer-" + std::to_string(consumer) + "-6f1c2a").i16(-1);
-  return finish(m, true, kHeartbeat, 3);
+  return heartbeat_request(corr, 3, consumer, generation);
 }
-
-// HeartbeatResponse v3: ThrottleTimeMs, ErrorCode.
-WireMessage heartbeat_response(int32_t corr) {
-  Msg m;
-  m.i32(corr);
-  m.i32(0).i16(0);
-  return finish(m, false, kHeartbeat, 3);
-}
+WireMessage heartbeat_response(int32_t corr) { return heartbeat_response(corr, 3, 0); }
 
 }  // namespace kwire::bench

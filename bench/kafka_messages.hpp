@@ -37,7 +37,7 @@ struct WireMessage {
   int16_t api_version = 0;
 };
 
-// --- Metadata (api key 3), versions 9 to 13 (the flexible ones) --------------
+// --- Metadata (api key 3), versions 0 to 13 (flexible from 9) ----------------
 // topics == 0: a request for all topics (null array).
 WireMessage metadata_request(int32_t corr, int version, int topics);
 // `topics` topics of `partitions` partitions each, replication factor 3 over
@@ -87,5 +87,18 @@ WireMessage fetch_response(int32_t corr, int topics, int partitions, int records
                            int64_t offset, int64_t base_timestamp);
 WireMessage heartbeat_request(int32_t corr, int consumer, int generation);
 WireMessage heartbeat_response(int32_t corr);
+
+// --- Small messages of consumer groups, any version --------------------------
+// Heartbeat v0-4 (flexible from 4) of group "orders-consumers".
+WireMessage heartbeat_request(int32_t corr, int version, int consumer, int generation);
+WireMessage heartbeat_response(int32_t corr, int version, int error);
+// OffsetCommit v2-10 (flexible from 8; v10 names topics by id): `topics` x
+// `partitions` committed offsets near `offset`.
+WireMessage offset_commit_request(int32_t corr, int version, int consumer, int generation, int topics, int partitions,
+                                  int64_t offset);
+WireMessage offset_commit_response(int32_t corr, int version, int topics, int partitions);
+// ListOffsets v1-11 (flexible from 6): earliest/latest of `topics` x `partitions`.
+WireMessage list_offsets_request(int32_t corr, int version, int consumer, int topics, int partitions);
+WireMessage list_offsets_response(int32_t corr, int version, int topics, int partitions);
 
 }  // namespace kwire::bench

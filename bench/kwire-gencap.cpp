@@ -1,7 +1,7 @@
 // kwire-gencap: writes a pcap of synthetic but realistic Kafka traffic on port
 // 9092, about SIZE_MB megabytes (10^6 bytes), for whole-process benchmarks.
 //
-//   kwire-gencap OUT.pcap SIZE_MB [--seed N] [--apis-both-know]
+//   kwire-gencap OUT.pcap SIZE_MB [--seed N] [--apis-both-know | --small]
 //
 // Connections (all with handshakes, to three brokers 10.0.0.1-3:9092):
 //   4 Kafka Streams members of "orders-app": StreamsGroupHeartbeat v1 every
@@ -17,11 +17,20 @@
 // kafka dissector cannot read) by 3 classic consumers: a Fetch v11 per round
 // (2 topics x 2 partitions, one batch of 100 records each, uncompressed / lz4
 // / zstd) and a Heartbeat v3, for comparisons with that dissector.
+// --small writes many small messages with many small fields instead, the
+// commonest traffic of a cluster's control plane, at every version clients
+// send: 6 classic consumers (each at its own versions: Heartbeat v0-4 every
+// round, OffsetCommit v2-10 of 2 topics x 6 partitions every 2 rounds,
+// ListOffsets v1-9 of 2 x 6 every 10 rounds), 2 Kafka Streams members
+// (StreamsGroupHeartbeat v1 steady state every round) and 2 admin clients
+// whose Metadata v1-v13 (cycling) ask every 4 rounds for 100 to 1000
+// partitions of 10 to 40 topics.
 // Produce v8 and Metadata v9 are used (not the newest, v13) because they are
 // the newest versions tshark 4.0 dissects (it stops at "Unsupported ...
 // version" for later ones), so a comparison makes both tools do the full work.
 // Real clients of the Kafka 2.x/3.x era send exactly these.
 #include <cstdio>
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -55,6 +64,73 @@ struct Generator {
   }
 };
 
+void report(SyntheticCapture& cap, const std::string& out, uint64_t messages, uint64_t rounds) {
+  uint64_t packets = cap.packets();
+  cap.finish();
+  auto size = std::filesystem::file_size(out);
+  std::printf("%s: %.1f MB, %llu packets, %llu Kafka messages, %llu rounds\n", out.c_str(), size / 1e6,
+              static_cast<unsigned long long>(packets), static_cast<unsigned long long>(messages),
+              static_cast<unsigned long long>(rounds));
+}
+
+int small_messages(Generator& g, uint64_t target, const std::string& out) {
+  SyntheticCapture& cap = g.cap;
+  const Endpoint brokers[3] = {make_endpoint("10.0.0.1", 9092), make_endpoint("10.0.0.2", 9092),
+                               make_endpoint("10.0.0.3", 9092)};
+  constexpr int kConsumers = 6, kMembers = 2, kAdmins = 2;
+  const int heartbeat_v[kConsumers] = {0, 1, 2, 3, 4, 4};
+  const int commit_v[kConsumers] = {2, 5, 7, 8, 9, 10};
+  const int list_v[kConsumers] = {1, 3, 5, 6, 7, 9};
+  uint32_t consumers[kConsumers], members[kMembers], admins[kAdmins];
+  int32_t corr[kConsumers + kMembers + kAdmins] = {};
+  for (int k = 0; k < kConsumers; ++k)
+    consumers[k] = cap.connect(make_endpoint("10.0.4." + std::to_string(10 + k), uint16_t(44000 + k)), brokers[k % 3]);
+  for (int k = 0; k < kMembers; ++k)
+    members[k] = cap.connect(make_endpoint("10.0.1." + std::to_string(10 + k), uint16_t(41000 + k)), brokers[0]);
+  for (int k = 0; k < kAdmins; ++k)
+    admins[k] = cap.connect(make_endpoint("10.0.2." + std::to_string(10 + k), uint16_t(42000 + k)), brokers[1 + k]);
+  uint64_t rounds = 0, messages = 0;
+  int64_t offset = 1000;
+  for (uint64_t r = 0; g.estimated < target; ++r, ++rounds) {
+    for (int k = 0; k < kConsumers; ++k) {
+      int32_t c = ++corr[k];
+      g.exchange(consumers[k], heartbeat_request(c, heartbeat_v[k], k, 7), heartbeat_response(c, heartbeat_v[k], 0));
+      messages += 2;
+      if (r % 2 == 0) {
+        c = ++corr[k];
+        g.exchange(consumers[k], offset_commit_request(c, commit_v[k], k, 7, 2, 6, offset),
+                   offset_commit_response(c, commit_v[k], 2, 6));
+        messages += 2;
+      }
+      if (r % 10 == 0) {
+        c = ++corr[k];
+        g.exchange(consumers[k], list_offsets_request(c, list_v[k], k, 2, 6), list_offsets_response(c, list_v[k], 2, 6));
+        messages += 2;
+      }
+    }
+    offset += 25;
+    for (int k = 0; k < kMembers; ++k) {
+      int32_t c = ++corr[kConsumers + k];
+      g.exchange(members[k], sg_heartbeat_steady_request(c, k, 3), sg_heartbeat_steady_response(c, k, 3));
+      messages += 2;
+    }
+    if (r % 4 == 0) {
+      const int k = static_cast<int>(r / 4) % kAdmins;
+      const int version = static_cast<int>(r / 4) % 13 + 1;
+      const int topics = 10 + static_cast<int>((r * 7) % 31);                    // 10-40
+      const int partitions = std::max(100 / topics + 1, static_cast<int>(100 + (r * 37) % 901) / topics);  // 100-1000 in all
+      int32_t c = ++corr[kConsumers + kMembers + k];
+      g.exchange(admins[k], metadata_request(c, version, topics), metadata_response(c, version, topics, partitions));
+      messages += 2;
+    }
+  }
+  for (uint32_t c : consumers) cap.close(c);
+  for (uint32_t c : members) cap.close(c);
+  for (uint32_t c : admins) cap.close(c);
+  report(cap, out, messages, rounds);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -62,14 +138,15 @@ int main(int argc, char** argv) {
   std::string out = argv[1];
   double mb = std::atof(argv[2]);
   uint64_t seed = 1;
-  bool both_know = false;
+  bool both_know = false, small = false;
   for (int i = 3; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--seed" && i + 1 < argc) seed = std::strtoull(argv[++i], nullptr, 10);
     else if (a == "--apis-both-know") both_know = true;
+    else if (a == "--small") small = true;
     else return usage();
   }
-  if (mb <= 0) return usage();
+  if (mb <= 0 || (small && both_know)) return usage();
   const uint64_t target = static_cast<uint64_t>(mb * 1e6);
 
   try {
@@ -78,6 +155,7 @@ int main(int argc, char** argv) {
     SyntheticCapture cap(out, opts);
     Generator g{cap};
 
+    if (small) return small_messages(g, target, out);
     Endpoint brokers[3] = {make_endpoint("10.0.0.1", 9092), make_endpoint("10.0.0.2", 9092),
                            make_endpoint("10.0.0.3", 9092)};
     uint32_t members[kStreamsMembers];
@@ -154,12 +232,7 @@ int main(int argc, char** argv) {
     cap.close(admin);
     for (int k = 0; both_know && k < 3; ++k) cap.close(consumers[k]);
     for (int p = 0; p < 3; ++p) cap.close(producers[p]);
-    uint64_t packets = cap.packets();
-    cap.finish();
-    auto size = std::filesystem::file_size(out);
-    std::printf("%s: %.1f MB, %llu packets, %llu Kafka messages, %llu rounds\n", out.c_str(), size / 1e6,
-                static_cast<unsigned long long>(packets), static_cast<unsigned long long>(messages),
-                static_cast<unsigned long long>(rounds));
+    report(cap, out, messages, rounds);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kwire-gencap: %s\n", e.what());
     return 1;
