@@ -1,6 +1,7 @@
 #include "cli/frame_printer.hpp"
 
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <sstream>
 
@@ -81,17 +82,39 @@ void FramePrinter::note_time(const FrameContext& ctx) {
 }
 
 void FramePrinter::line_head(const FrameContext& ctx, bool numbered) {
-  const double rel = static_cast<double>(ctx.packet.ts_sec - first_sec_) + (ctx.packet.ts_usec - first_usec_) / 1e6;
-  char head[64];
-  // The packet that completed the message, as Wireshark numbers frames (a
-  // packet that completes several messages appears on each of their lines).
+  // "%6llu %10.6f ": the packet that completed the message, as Wireshark
+  // numbers frames (a packet that completes several messages appears on each
+  // of their lines), and the time since the first one.
   const uint64_t n = ctx.packet.number ? ctx.packet.number : ctx.number;
-  if (numbered) snprintf(head, sizeof head, "%6llu %10.6f ", static_cast<unsigned long long>(n), rel);
-  else snprintf(head, sizeof head, "%6s %10.6f ", "-", rel);
-  out_ += head;
-  out_ += ctx.src.str();
+  const int64_t rel = (ctx.packet.ts_sec - first_sec_) * 1000000 + (ctx.packet.ts_usec - first_usec_);
+  char head[64];
+  char* p = head + sizeof head;
+  auto digits = [&p](uint64_t v, int min) {
+    int written = 0;
+    do { *--p = static_cast<char>('0' + v % 10); v /= 10; ++written; } while (v || written < min);
+  };
+  if (rel >= 0) {
+    *--p = ' ';
+    char* end = p;
+    digits(static_cast<uint64_t>(rel % 1000000), 6);
+    *--p = '.';
+    digits(static_cast<uint64_t>(rel / 1000000), 1);
+    while (end - p < 10) *--p = ' ';
+  } else {  // a packet earlier than the first one reported
+    char t[32];
+    const int len = snprintf(t, sizeof t, "%10.6f ", static_cast<double>(rel) / 1e6);
+    p -= len;
+    std::memcpy(p, t, static_cast<size_t>(len));
+  }
+  *--p = ' ';
+  char* num_end = p;
+  if (numbered) digits(n, 1);
+  else *--p = '-';
+  while (num_end - p < 6) *--p = ' ';
+  out_.append(p, static_cast<size_t>(head + sizeof head - p));
+  append_endpoint(out_, ctx.src);
   out_ += " \u2192 ";
-  out_ += ctx.dst.str();
+  append_endpoint(out_, ctx.dst);
   out_ += ' ';
 }
 

@@ -15,17 +15,34 @@
 
 namespace kwire {
 
+size_t Endpoint::format(char* buf) const {
+  char* p = buf;
+  auto decimal = [&p](unsigned v) {  // 0-65535
+    char d[5];
+    int n = 0;
+    do { d[n++] = static_cast<char>('0' + v % 10); v /= 10; } while (v);
+    while (n) *p++ = d[--n];
+  };
+  if (!v6) {
+    for (int i = 0; i < 4; ++i) {
+      if (i) *p++ = '.';
+      decimal(addr[i]);
+    }
+  } else {
+    char text[INET6_ADDRSTRLEN] = {};
+    if (!inet_ntop(AF_INET6, addr.data(), text, sizeof text)) text[0] = '\0';
+    *p++ = '[';
+    for (const char* t = text; *t; ++t) *p++ = *t;
+    *p++ = ']';
+  }
+  *p++ = ':';
+  decimal(port);
+  return static_cast<size_t>(p - buf);
+}
+
 std::string Endpoint::str() const {
-  char buf[INET6_ADDRSTRLEN] = {};
-  if (!inet_ntop(v6 ? AF_INET6 : AF_INET, addr.data(), buf, sizeof buf)) buf[0] = '\0';
-  std::string out;
-  out.reserve(INET6_ADDRSTRLEN + 8);
-  if (v6) out += '[';
-  out += buf;
-  if (v6) out += ']';
-  out += ':';
-  out += std::to_string(port);
-  return out;
+  char buf[kTextSize];
+  return std::string(buf, format(buf));
 }
 
 namespace {

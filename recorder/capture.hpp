@@ -18,6 +18,9 @@ struct Endpoint {
   bool v6 = false;
   uint16_t port = 0;
   std::string str() const;         // "127.0.0.1:9092", "[::1]:9092"
+  // The same into buf (at least kTextSize bytes, not terminated); returns the length.
+  static constexpr size_t kTextSize = 56;
+  size_t format(char* buf) const;
   bool operator==(const Endpoint&) const = default;
 };
 

@@ -152,18 +152,16 @@ void value(TextBuffer& out, const ProgramSet& ps, const Frame& f, uint32_t i) {
 }  // namespace
 
 void write_json(TextBuffer& out, const ProgramSet& ps, const Frame& f, const FrameContext& ctx) {
-  char t[48];
-  snprintf(t, sizeof t, "%lld.%06d", static_cast<long long>(ctx.packet.ts_sec), ctx.packet.ts_usec);
   out += "{\"frame\":";
   append_int(out, static_cast<int64_t>(ctx.packet.number ? ctx.packet.number : ctx.number));
   out += ",\"message\":";
   append_int(out, static_cast<int64_t>(ctx.number));
   out += ",\"time\":";
-  out += t;
+  append_time(out, ctx.packet.ts_sec, ctx.packet.ts_usec);
   out += ",\"src\":\"";
-  out += ctx.src.str();
+  append_endpoint(out, ctx.src);
   out += "\",\"dst\":\"";
-  out += ctx.dst.str();
+  append_endpoint(out, ctx.dst);
   out += f.direction == Direction::Request ? "\",\"direction\":\"request\"" : "\",\"direction\":\"response\"";
   out += ",\"apiKey\":";
   if (f.api_key >= 0) append_int(out, f.api_key); else out += "null";
@@ -192,8 +190,6 @@ void write_json(TextBuffer& out, const ProgramSet& ps, const Frame& f, const Fra
 }
 
 void write_skip_json(TextBuffer& out, const FrameContext& ctx, uint64_t length, std::string_view reason) {
-  char t[48];
-  snprintf(t, sizeof t, "%lld.%06d", static_cast<long long>(ctx.packet.ts_sec), ctx.packet.ts_usec);
   out += "{\"skipped\":{\"streamOffset\":";
   append_int(out, static_cast<int64_t>(ctx.stream_offset));
   out += ",\"length\":";
@@ -201,11 +197,11 @@ void write_skip_json(TextBuffer& out, const FrameContext& ctx, uint64_t length, 
   out += ",\"reason\":";
   json_string(out, reason);
   out += "},\"time\":";
-  out += t;
+  append_time(out, ctx.packet.ts_sec, ctx.packet.ts_usec);
   out += ",\"src\":\"";
-  out += ctx.src.str();
+  append_endpoint(out, ctx.src);
   out += "\",\"dst\":\"";
-  out += ctx.dst.str();
+  append_endpoint(out, ctx.dst);
   out += "\"}";
 }
 

@@ -35,6 +35,20 @@ void write_layout(std::ostream& out, const ProgramSet& ps, const MessageProgram&
 // True when any error code field in the frame is non-zero.
 bool has_error_code(const ProgramSet& ps, const Frame& f);
 
+// "127.0.0.1:9092", written in place (no allocation, unlike Endpoint::str).
+inline void append_endpoint(TextBuffer& out, const Endpoint& e) {
+  char* p = out.room(Endpoint::kTextSize);
+  out.commit(p + e.format(p));
+}
+// Seconds and microseconds as "1700000000.000042".
+inline void append_time(TextBuffer& out, int64_t sec, int32_t usec) {
+  append_int(out, sec);
+  char* p = out.room(7);
+  p[0] = '.';
+  for (int i = 6; i >= 1; --i, usec /= 10) p[i] = static_cast<char>('0' + usec % 10);
+  out.commit(p + 7);
+}
+
 // A JSON string literal, quotes included; invalid UTF-8 becomes U+FFFD.
 void json_string(TextBuffer& out, std::string_view s);
 // The length of the well-formed UTF-8 sequence (RFC 3629: no overlong forms,
