@@ -20,5 +20,6 @@ int decode_command(std::vector<std::string> args);
 int specs_command(std::vector<std::string> args);
 int record_command(std::vector<std::string> args);
 int replay_command(std::vector<std::string> args);
+int streams_command(std::vector<std::string> args);
 
 }  // namespace kwire::cli

@@ -42,6 +42,8 @@ static void usage(std::ostream& out) {
          "  record -i IFACE  capture Kafka traffic live into pcapng (or re-filter a file with -r)\n"
          "  replay -r FILE --target HOST:PORT\n"
          "                   re-send the capture's client sessions to a broker, compare the answers\n"
+         "  streams -r FILE  what each Kafka Streams group did: epochs, rebalances, tasks,\n"
+         "                   anomalies; --html FILE for a timeline and topology page\n"
          "  specs [NAME]     list the APIs kwire knows, or show a message's wire layout\n\n"
          "Run 'kwire <command> --help' for its options; 'kwire --version' prints the version.\n";
 }
@@ -61,6 +63,7 @@ int main(int argc, char** argv) {
   if (cmd == "decode") return kwire::cli::decode_command(std::move(args));
   if (cmd == "record") return kwire::cli::record_command(std::move(args));
   if (cmd == "replay") return kwire::cli::replay_command(std::move(args));
+  if (cmd == "streams") return kwire::cli::streams_command(std::move(args));
   if (cmd == "specs") return kwire::cli::specs_command(std::move(args));
   std::cerr << "kwire: unknown command '" << cmd << "'\n";
   usage(std::cerr);
