@@ -241,7 +241,7 @@ std::string short_id(const std::string& id) { return id.size() > 8 ? id.substr(0
 
 std::string member_label(const Member& m) {
   std::string client = m.client_id.empty() ? std::string("member") : m.client_id;
-  if (client.size() > 26) client = client.substr(0, 25) + "\u2026";
+  if (client.size() > 22) client = client.substr(0, 21) + "\u2026";
   return client + " " + short_id(m.id);
 }
 
@@ -400,7 +400,12 @@ std::string describe_text(const Topology& t) {
     }
     ++n;
   }
+  // Global stores take the sub-topology ids the task-generating ones leave free.
+  std::set<std::string> used;
+  for (const auto& s : t.subtopologies) used.insert(s.id);
+  n = 0;
   for (const auto& g : t.global_stores) {
+    while (used.count(std::to_string(n))) ++n;
     out += "   Sub-topology: " + std::to_string(n++) + " for global store (will not generate tasks)\n";
     describe_node(out, g.source);
     describe_node(out, g.processor);
