@@ -183,6 +183,31 @@ TEST(StreamsModel, CleanHandoverHasNoAnomaly) {
   EXPECT_EQ(g.members.at("a").current.tasks[0], (std::set<std::string>{"0_0"}));
 }
 
+// Without a description on the wire the graph is the heartbeat's topology:
+// one node per sub-topology, an edge where one writes the repartition topic
+// another reads.
+TEST(StreamsModel, HeartbeatTopologyGraph) {
+  kwire::streams::Group g;
+  g.id = "g";
+  g.topology.present = true;
+  kwire::streams::Subtopology one, two;
+  one.id = "1";
+  one.source_topics = {"clicks"};
+  one.repartition_sink_topics = {"g-by-title-repartition"};
+  two.id = "2";
+  two.repartition_source_topics = {"g-by-title-repartition"};
+  two.changelog_topics = {"g-counts-changelog"};
+  g.topology.subtopologies = {one, two};
+  const std::string dot = kwire::streams::topology_dot(g);
+  EXPECT_NE(dot.find("\"subtopology-1\" -> \"subtopology-2\" [label=\"g-by-title-repartition\"]"), std::string::npos) << dot;
+  size_t edges = 0;
+  for (size_t at = 0; (at = dot.find(" -> ", at)) != std::string::npos; ++at) ++edges;
+  EXPECT_EQ(edges, 1u);
+  EXPECT_NE(dot.find("changelog: [g-counts-changelog]"), std::string::npos);
+  const std::string text = kwire::streams::describe_text(g.topology);
+  EXPECT_NE(text.find("   Sub-topology: 2\n"), std::string::npos);
+}
+
 // ---------------------------------------------------------------------------
 // The committed captures: `kwire streams -T json` against `kwire decode -T json`.
 
