@@ -24,5 +24,6 @@ int specs_command(std::vector<std::string> args);
 int record_command(std::vector<std::string> args);
 int replay_command(std::vector<std::string> args);
 int latency_command(std::vector<std::string> args);
+int streams_command(std::vector<std::string> args);
 
 }  // namespace kwire::cli

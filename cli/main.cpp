@@ -47,7 +47,10 @@ static void usage(std::ostream& out) {
          "  record -i IFACE  capture Kafka traffic live into pcapng (or re-filter a file with -r)\n"
          "  replay -r FILE --target HOST:PORT\n"
          "                   re-send the capture's client sessions to a broker, compare the answers\n"
-         "  latency -r FILE  request-to-response times per api version and connection, the slowest\n"
+         "  streams -r FILE  what each Kafka Streams group did: epochs, rebalances, tasks,\n"
+         "                   anomalies; --html FILE for a timeline and topology page\n"
+         "  latency -r FILE  request-to-response times per api version and connection, and the\n"
+         "                   slowest exchanges\n"
          "  specs [NAME]     list the APIs kwire knows, or show a message's wire layout\n\n"
          "Run 'kwire <command> --help' for its options; 'kwire --version' prints the version.\n";
 }
@@ -67,6 +70,7 @@ int main(int argc, char** argv) {
   if (cmd == "decode") return kwire::cli::decode_command(std::move(args));
   if (cmd == "record") return kwire::cli::record_command(std::move(args));
   if (cmd == "replay") return kwire::cli::replay_command(std::move(args));
+  if (cmd == "streams") return kwire::cli::streams_command(std::move(args));
   if (cmd == "specs") return kwire::cli::specs_command(std::move(args));
   if (cmd == "latency") return kwire::cli::latency_command(std::move(args));
   std::cerr << "kwire: unknown command '" << cmd << "'\n";
