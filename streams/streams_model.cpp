@@ -560,6 +560,7 @@ void StreamsModel::delete_response(const Frame& f, const At& a) {
       if (!m.left) { m.left = true; m.left_at = a; }
       m.current = Assignment{};
     }
+    g.epoch_before_delete = g.group_epoch;
     g.group_epoch = -1;
     g.topology_epoch = -1;
     g.last_owner.clear();

@@ -174,6 +174,7 @@ struct Group {
   std::unordered_map<std::string, Member> members;
   int32_t group_epoch = -1;                    // highest member/group epoch seen
   At group_epoch_at;
+  int32_t epoch_before_delete = -1;            // group_epoch when a DeleteGroups succeeded
   int32_t topology_epoch = -1;                 // highest topology epoch seen
   std::vector<Rebalance> rebalances;
   std::vector<TaskMove> moves;

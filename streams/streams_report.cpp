@@ -469,8 +469,13 @@ std::string text_report(const Summary& s) {
   for (const auto& gid : s.group_order) {
     const Group& g = s.groups.at(gid);
     o += "streams group " + gid + "\n";
-    o += fmt("  group epoch %d (as last seen), topology epoch %d, %zu members, %zu rebalances, %zu task movements, %zu anomalies\n",
-             g.group_epoch, g.topology_epoch, g.member_order.size(), g.rebalances.size(), g.moves.size(), g.anomalies.size());
+    if (g.group_epoch < 0 && !g.deletes.empty() && g.deletes.back().error == "NONE")
+      o += fmt("  deleted at frame %llu (group epoch %d before), ", static_cast<unsigned long long>(g.deletes.back().at.frame),
+               g.epoch_before_delete);
+    else
+      o += fmt("  group epoch %d (as last seen), topology epoch %d, ", g.group_epoch, g.topology_epoch);
+    o += fmt("%zu members, %zu rebalances, %zu task movements, %zu anomalies\n",
+             g.member_order.size(), g.rebalances.size(), g.moves.size(), g.anomalies.size());
     o += "\n  members\n";
     for (const auto& mid : g.member_order) {
       const Member& m = g.members.at(mid);
