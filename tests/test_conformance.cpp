@@ -37,7 +37,12 @@
 #include "tests/test_support.hpp"
 
 using namespace kwire;
-using nlohmann::json;
+// The full corpus is ~230 MB of JSON, parsed twice per message, and this file
+// is built optimized even in Debug builds (tests/CMakeLists.txt). A JSON type
+// of its own (long long, not int64_t's long) keeps its parser's template
+// instances apart from the other tests' unoptimized ones, which the linker
+// would otherwise be free to pick.
+using json = nlohmann::basic_json<std::map, std::vector, std::string, bool, long long, unsigned long long, double>;
 namespace fs = std::filesystem;
 
 namespace {
