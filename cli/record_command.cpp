@@ -208,6 +208,7 @@ int parse(std::vector<std::string>& args, const ProgramSet& ps, RecordOptions& o
   if (o.list) return 0;
   if (o.iface.empty() == o.input.empty()) { std::cerr << "kwire record: give one of -i IFACE or -r FILE\n"; return 2; }
   if (o.output.empty()) { std::cerr << "kwire record: -w FILE is required (- for standard output)\n"; return 2; }
+  if (!check_output_options(o.out, error)) { std::cerr << "kwire record: " << error << "\n"; return 2; }
   if (o.output == "-" && o.decode) {
     std::cerr << "kwire record: --decode prints to standard output, which -w - already uses\n";
     return 2;
@@ -259,6 +260,7 @@ class Recording : public FrameHandler {
     if (gate_) gate_->started(c.client, c.server, now_);
   }
   void on_connection_end(const TcpConnection& c) override {
+    if (printer_) printer_->on_connection_end(c);
     if (redactor_) redactor_->ended(c.client, c.server);
     if (gate_) gate_->ended(c.client, c.server, now_);
   }

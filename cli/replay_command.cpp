@@ -5,6 +5,8 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
+#include "dissector/filter/filter.hpp"
+#include "dissector/protocol/decoder.hpp"
 #include "replay/engine.hpp"
 #include "replay/recording.hpp"
 #include "replay/report.hpp"
@@ -32,6 +34,9 @@ const char* kReplayHelp =
     "                        are in, at the connection's recorded pipelining depth\n"
     "  --speed X             with recorded timing, gaps divided by X (2 = twice as fast)\n"
     "  --api A,B             replay only these requests (api names, any case)\n"
+    "  -Y FILTER             replay only the requests of the exchanges a display filter selects\n"
+    "                        (as for kwire decode): the request matches, or its recorded\n"
+    "                        response does (-Y 'body.errorCode != 0' replays what failed)\n"
     "  --group G,H           replay only sessions whose requests name one of these groups\n"
     "  --conn N,M            replay only these sessions (numbers as the report lists them)\n"
     "  --rename-group PREFIX prefix every group id, so the replay meets no earlier state\n"
@@ -95,6 +100,37 @@ void list_rules() {
               << r.why << "\n";
 }
 
+// The exchanges whose request, or recorded response (with its request), the
+// filter selects.
+void select_exchanges(const ProgramSet& ps, const filter::Filter& f, const replay::Recording& rec,
+                      std::set<const replay::Exchange*>& out) {
+  FrameDecoder dec(ps);
+  Frame req, resp;
+  for (const auto& s : rec.sessions) {
+    for (const auto& e : s.exchanges) {
+      FrameContext rq;
+      rq.packet.number = e.frame;
+      rq.packet.ts_sec = e.request_us / 1000000;
+      rq.packet.ts_usec = static_cast<int32_t>(e.request_us % 1000000);
+      rq.src = s.client;
+      rq.dst = s.broker;
+      dec.decode_request(e.request, req);
+      bool yes = f.match(req, rq);
+      if (!yes && !e.response.empty()) {
+        FrameContext rs = rq;
+        rs.packet.number = e.response_frame;
+        rs.packet.ts_sec = e.response_us / 1000000;
+        rs.packet.ts_usec = static_cast<int32_t>(e.response_us % 1000000);
+        rs.src = s.broker;
+        rs.dst = s.client;
+        dec.decode_response(e.response, e.api_key, e.api_version, resp);
+        yes = f.match(resp, rs, &req, &rq);
+      }
+      if (yes) out.insert(&e);
+    }
+  }
+}
+
 }  // namespace
 
 int replay_command(std::vector<std::string> args) {
@@ -107,6 +143,7 @@ int replay_command(std::vector<std::string> args) {
   SessionOptions session;
   bool have_target = false, default_ignores = true, quiet = false;
   std::vector<replay::IgnoreRule> extra_ignores;
+  std::unique_ptr<filter::Filter> display_filter;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto next = [&]() -> const std::string* {
@@ -120,12 +157,18 @@ int replay_command(std::vector<std::string> args) {
     if (a == "--no-default-ignores") { default_ignores = false; continue; }
     if (a == "-q") { quiet = true; continue; }
     static const std::set<std::string> with_value = {
-        "-r", "--target", "--map", "-p", "--timing", "--speed", "--api", "--group", "--conn", "--rename-group",
+        "-r", "-Y", "--target", "--map", "-p", "--timing", "--speed", "--api", "--group", "--conn", "--rename-group",
         "--rename-topic", "--ignore", "--expect", "--report", "--junit", "--record-out", "--script", "--timeout",
         "--reconnect-timeout", "--sasl-plain"};
     if (!with_value.count(a)) return fail("unknown option " + a + " (kwire replay --help lists them)");
     if (!(v = next())) return fail(a + " needs a value");
     if (a == "-r") file = *v;
+    else if (a == "-Y") {
+      filter::CompileError err;
+      auto f = filter::Filter::compile(*v, ps, err);
+      if (!f) return fail("-Y: " + err.format());
+      display_filter = std::make_unique<filter::Filter>(std::move(*f));
+    }
     else if (a == "--target") { if (!replay::parse_host_port(*v, o.target, error)) return fail("--target: " + error); have_target = true; }
     else if (a == "--map") {
       auto eq = v->find('=');
@@ -221,6 +264,11 @@ int replay_command(std::vector<std::string> args) {
   replay::Recording rec;
   if (!replay::load_recording(file, ps, session, rec, error)) return fail("cannot read " + file + ": " + error);
   for (const auto& n : rec.notes) std::cerr << "kwire replay: " << file << ": " << n << "\n";
+  std::set<const replay::Exchange*> selected;
+  if (display_filter) {
+    select_exchanges(ps, *display_filter, rec, selected);
+    o.select = [&selected](const replay::Exchange& e) { return selected.count(&e) > 0; };
+  }
   replay::ReplayResult result;
   replay::ReportContext ctx;
   ctx.capture = file;

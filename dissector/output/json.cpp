@@ -170,6 +170,10 @@ void write_json(TextBuffer& out, const ProgramSet& ps, const Frame& f, const Fra
   out += '}';
 }
 
+void write_json_value(TextBuffer& out, const ProgramSet& ps, const Frame& f, uint32_t node) {
+  value(out, ps, f, node);
+}
+
 void write_skip_json(TextBuffer& out, const FrameContext& ctx, uint64_t length, std::string_view reason) {
   char t[48];
   snprintf(t, sizeof t, "%lld.%06d", static_cast<long long>(ctx.packet.ts_sec), ctx.packet.ts_usec);
