@@ -6,7 +6,6 @@
 
 #include "cli/commands.hpp"
 #include "dissector/filter/filter.hpp"
-#include "dissector/protocol/decoder.hpp"
 #include "replay/engine.hpp"
 #include "replay/recording.hpp"
 #include "replay/report.hpp"
@@ -98,37 +97,6 @@ void list_rules() {
   for (const auto& r : replay::default_ignore_rules())
     std::cout << "  " << r.pattern.text << std::string(r.pattern.text.size() < 46 ? 46 - r.pattern.text.size() : 1, ' ')
               << r.why << "\n";
-}
-
-// The exchanges whose request, or recorded response (with its request), the
-// filter selects.
-void select_exchanges(const ProgramSet& ps, const filter::Filter& f, const replay::Recording& rec,
-                      std::set<const replay::Exchange*>& out) {
-  FrameDecoder dec(ps);
-  Frame req, resp;
-  for (const auto& s : rec.sessions) {
-    for (const auto& e : s.exchanges) {
-      FrameContext rq;
-      rq.packet.number = e.frame;
-      rq.packet.ts_sec = e.request_us / 1000000;
-      rq.packet.ts_usec = static_cast<int32_t>(e.request_us % 1000000);
-      rq.src = s.client;
-      rq.dst = s.broker;
-      dec.decode_request(e.request, req);
-      bool yes = f.match(req, rq);
-      if (!yes && !e.response.empty()) {
-        FrameContext rs = rq;
-        rs.packet.number = e.response_frame;
-        rs.packet.ts_sec = e.response_us / 1000000;
-        rs.packet.ts_usec = static_cast<int32_t>(e.response_us % 1000000);
-        rs.src = s.broker;
-        rs.dst = s.client;
-        dec.decode_response(e.response, e.api_key, e.api_version, resp);
-        yes = f.match(resp, rs, &req, &rq);
-      }
-      if (yes) out.insert(&e);
-    }
-  }
 }
 
 }  // namespace
@@ -266,7 +234,7 @@ int replay_command(std::vector<std::string> args) {
   for (const auto& n : rec.notes) std::cerr << "kwire replay: " << file << ": " << n << "\n";
   std::set<const replay::Exchange*> selected;
   if (display_filter) {
-    select_exchanges(ps, *display_filter, rec, selected);
+    replay::select_exchanges(ps, *display_filter, rec, selected);
     o.select = [&selected](const replay::Exchange& e) { return selected.count(&e) > 0; };
   }
   replay::ReplayResult result;

@@ -23,6 +23,7 @@
 #include "dissector/filter/filter.hpp"
 #include "dissector/protocol/session.hpp"
 #include "recorder/capture.hpp"
+#include "replay/recording.hpp"
 #include "tests/test_support.hpp"
 
 using nlohmann::json;
@@ -448,4 +449,54 @@ TEST(Filter, RequestMemoryIsBounded) {
   EXPECT_FALSE(sel.select(ctx, resp));
   sel.connection_end(0);
   EXPECT_EQ(sel.remembered(), 0u);
+}
+
+// kwire replay -Y: the exchanges whose request or recorded response matches.
+TEST(Filter, ReplaySelectsExchanges) {
+  const auto& ps = ProgramSet::release();
+  const std::string cap = "demo.pcapng";
+  replay::Recording rec;
+  std::string error;
+  ASSERT_TRUE(replay::load_recording(capture(cap), ps, SessionOptions{}, rec, error)) << error;
+  const std::string expr = "body.errorCode != NONE || request.body.memberEpoch == 0";
+  Pred pred = [](const json& m, const json* r) {
+    auto v = vals(m, "body.errorCode");
+    bool err = !v.empty() && std::all_of(v.begin(), v.end(), [](const json& x) { return num(x) != 0; });
+    return err || (r && any(*r, "body.memberEpoch", [](const json& x) { return num(x) == 0; }));
+  };
+  filter::CompileError ce;
+  auto f = filter::Filter::compile(expr, ps, ce);
+  ASSERT_TRUE(f) << ce.format();
+  std::set<const replay::Exchange*> sel;
+  replay::select_exchanges(ps, *f, rec, sel);
+  // Expected, from the JSON: requests by (client, broker, correlation id, frame).
+  const auto& all = messages(cap);
+  auto req = requests_of(all);
+  std::map<std::tuple<std::string, std::string, int64_t, uint64_t>, bool> want;
+  for (const auto& m : all) {
+    if (m.contains("notKafka")) continue;
+    if (m["direction"] == "request") {
+      auto& w = want[{m["src"], m["dst"], m["correlationId"], m["frame"]}];
+      w = w || pred(m, &m);
+    } else if (auto it = req.find(m["message"]); it != req.end()) {
+      const json& r = *it->second;
+      auto& w = want[{r["src"], r["dst"], r["correlationId"], r["frame"]}];
+      w = w || pred(m, &r);
+    }
+  }
+  size_t selected = 0, total = 0;
+  for (const auto& s : rec.sessions)
+    for (const auto& e : s.exchanges) {
+      auto it = want.find({s.client.str(), s.broker.str(), e.correlation_id, e.frame});
+      ASSERT_NE(it, want.end()) << "frame " << e.frame;
+      EXPECT_EQ(sel.count(&e) > 0, it->second) << "frame " << e.frame;
+      selected += it->second;
+      ++total;
+    }
+  EXPECT_GT(selected, 0u);
+  EXPECT_LT(selected, total);
+  // On the command line a bad filter is a usage error before anything is sent.
+  auto r = test::kwire_cmd("replay -r " + capture(cap) + " --target 127.0.0.1:1 -Y 'body.nope'");
+  EXPECT_EQ(WEXITSTATUS(r.status), 2);
+  EXPECT_NE(r.err.find("kwire replay: -Y: unknown path 'body.nope'"), std::string::npos) << r.err;
 }
