@@ -500,3 +500,68 @@ TEST(Filter, ReplaySelectsExchanges) {
   EXPECT_EQ(WEXITSTATUS(r.status), 2);
   EXPECT_NE(r.err.find("kwire replay: -Y: unknown path 'body.nope'"), std::string::npos) << r.err;
 }
+
+// The same selections as Wireshark's own kafka dissector (tshark 4.0, which
+// knows the request header of every api): requests by api key and client id.
+TEST(Filter, AgreesWithTshark) {
+  if (std::system("tshark --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "no tshark";
+  const auto& ps = ProgramSet::release();
+  for (const std::string cap : {"demo.pcapng", "admin.pcapng"}) {
+    // The broker port: where the first request went.
+    std::string port;
+    for (const auto& m : messages(cap))
+      if (m["direction"] == "request") { std::string d = m["dst"]; port = d.substr(d.rfind(':') + 1); break; }
+    ASSERT_FALSE(port.empty());
+    std::string cmd = "tshark -r " + capture(cap) + " -d tcp.port==" + port + ",kafka -Y 'tcp.dstport == " + port +
+                      "' -T fields -E separator=/t -e frame.number -e kafka.api_key -e kafka.client_id 2>/dev/null";
+    FILE* p = popen(cmd.c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    std::string out;
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    pclose(p);
+    // frame -> (api keys, client ids) of the requests it completes
+    std::map<uint64_t, std::pair<std::set<int>, std::vector<std::string>>> tshark;
+    for (const auto& l : test::lines(out)) {
+      std::vector<std::string> cols;
+      std::stringstream in(l);
+      std::string c;
+      while (std::getline(in, c, '\t')) cols.push_back(c);
+      if (cols.size() < 2 || cols[1].empty()) continue;
+      auto& e = tshark[std::stoull(cols[0])];
+      std::stringstream keys(cols[1]);
+      while (std::getline(keys, c, ',')) e.first.insert(std::stoi(c));
+      if (cols.size() > 2) {
+        std::stringstream ids(cols[2]);
+        while (std::getline(ids, c, ',')) e.second.push_back(c);
+      }
+    }
+    ASSERT_GT(tshark.size(), 10u) << cmd;
+    const std::vector<int> keys = {3, 18, 2, 10, 42, 75};
+    std::vector<filter::Filter> filters;
+    for (int k : keys) {
+      filter::CompileError err;
+      filters.push_back(*filter::Filter::compile("apiKey == " + std::to_string(k) + " && direction == request", ps, err));
+    }
+    filter::CompileError err;
+    filters.push_back(*filter::Filter::compile("header.clientId contains \"admin\" && direction == request", ps, err));
+    std::vector<const filter::Filter*> ptrs;
+    for (const auto& f : filters) ptrs.push_back(&f);
+    auto got = run_filters(cap, ptrs);
+    // kwire's selections hold message numbers: map them to frames.
+    std::map<uint64_t, uint64_t> frame_of;
+    for (const auto& m : messages(cap)) frame_of[m["message"]] = m["frame"];
+    for (size_t i = 0; i < filters.size(); ++i) {
+      std::set<uint64_t> k, t;
+      for (uint64_t msg : got[i]) k.insert(frame_of[msg]);
+      for (const auto& [frame, e] : tshark) {
+        bool yes = i < keys.size() ? e.first.count(keys[i]) > 0
+                                   : std::any_of(e.second.begin(), e.second.end(), [](const std::string& s) { return s.find("admin") != std::string::npos; });
+        if (yes) t.insert(frame);
+      }
+      EXPECT_EQ(k, t) << cap << ": " << filters[i].expression();
+      EXPECT_FALSE(t.empty()) << cap << ": " << filters[i].expression();
+    }
+  }
+}
