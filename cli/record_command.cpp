@@ -50,7 +50,8 @@ const char* kRecordHelp =
     "                     that completes it\n"
     "  --redact-sasl      write SaslAuthenticate auth bytes and raw SASL tokens as zero bytes\n"
     "                     of the same length (the file still decodes)\n"
-    "  --decode           print the Kafka messages while recording (these options apply:)\n";
+    "  --decode           print the Kafka messages while recording (these options apply;\n"
+    "                     -Y selects what is printed, the file keeps every packet):\n";
 
 const char* kRecordTail =
     "  -q                 no status line on a terminal\n"

@@ -958,7 +958,7 @@ bool check(Program& p, const ProgramSet& ps, CompileError& err) {
       }
       if (!fits && numeric_only) {
         const FieldDesc& fd = ps.field(leaves.begin()->first);
-        std::string kinds = is_error_code_field(fd) ? "an error code name (see 'kwire specs --errors')"
+        std::string kinds = is_error_code_field(fd) ? "an error code name as Kafka spells it (NONE, UNKNOWN_TOPIC_OR_PARTITION, ...) or a number"
                                                     : "a number or a documented code name";
         return fail(l->column, "'" + l->s + "' is not a value of " + a.path.text + ": it takes " + kinds);
       }
