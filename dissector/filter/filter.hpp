@@ -4,7 +4,8 @@
 // way means "any element"). An expression is compiled once; each path is
 // resolved to field descriptors once per message layout (the descriptor of
 // the header or body root) and cached, so matching a frame walks the node
-// tape comparing descriptor indices, never names or JSON text.
+// tape comparing descriptor indices, never names or JSON text. The caches
+// make a Filter single-threaded: one per thread.
 //
 //   Filter f = Filter::compile("apiName == StreamsGroupHeartbeat && body.memberEpoch > 3", ps, err);
 //   FilterSelector sel(*f);               // one per capture: keeps request.* facts
