@@ -193,7 +193,7 @@ void FramePrinter::on_capture_error(const PacketMeta& meta, const std::string& w
 }
 
 void FramePrinter::flush() {
-  fwrite(out_.data(), 1, out_.size(), file_);
+  if (out_.size()) fwrite(out_.data(), 1, out_.size(), file_);  // data() is null before the first append
   out_.clear();
 }
 

@@ -302,6 +302,11 @@ TEST(Filter, DecodeCommandLine) {
   EXPECT_EQ(got, want);
   auto t = test::kwire_cmd("decode -r " + capture("demo.pcapng") + " -Y '" + expr + "' -c 3");
   EXPECT_EQ(test::lines(t.out).size(), 3u);
+  // A filter that selects nothing prints nothing, and says nothing on stderr.
+  auto none = test::kwire_cmd("decode -r " + capture("demo.pcapng") + " -Y 'apiKey == 9999'");
+  EXPECT_EQ(none.status, 0);
+  EXPECT_EQ(none.out, "");
+  EXPECT_EQ(none.err, "");
   // kwire record --decode -r prints the same selection, numbered by order.
   auto out = std::filesystem::temp_directory_path() / ("kwire-filter-" + std::to_string(::getpid()) + ".pcapng");
   auto rec = test::kwire_cmd("record -r " + capture("demo.pcapng") + " -w " + out.string() + " -q --auto --decode -T json -Y '" + expr + "'");
