@@ -138,13 +138,16 @@ void FramePrinter::on_frame(const FrameContext& ctx, const Frame& f) {
     if (f.program) ++per_api_[{f.api_key, f.api_version, f.direction == Direction::Request ? 0 : 1}];
   }
   note_time(ctx);
-  if (!selected(ctx, f)) return;
-  ++printed_;
   if (!o_.packet_numbers && ctx.packet.number) {
+    // Numbered by order: -Y's frame is the number printed.
     FrameContext by_order = ctx;
     by_order.packet.number = 0;
+    if (!selected(by_order, f)) return;
+    ++printed_;
     return print(by_order, f);
   }
+  if (!selected(ctx, f)) return;
+  ++printed_;
   print(ctx, f);
 }
 
