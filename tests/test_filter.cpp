@@ -334,6 +334,10 @@ TEST(Filter, CompileErrors) {
       {"apiName == StreamsGroupHeartbeat && body.grupId == \"x\"", 36, "unknown path 'body.grupId': no message has it",
        "paths of StreamsGroupHeartbeat requests (all versions):\n  body.groupId\n  body.memberId"},
       {"body.grupId == \"x\"", 0, "unknown path 'body.grupId'", "'kwire specs NAME' lists an api's fields"},
+      // A path other apis have, but not the one every match must be.
+      {"apiKey == StreamsGroupHeartbeat && body.coordinatorKeys", 35,
+       "unknown path 'body.coordinatorKeys': no StreamsGroupHeartbeat message has it",
+       "paths of StreamsGroupHeartbeat responses (all versions):\n  body.throttleTimeMs"},
       {"apiName == Fecth", 11, "no API named Fecth", ""},
       {"apiKey == Fecth", 10, "no API named Fecth", ""},
       {"direction == sideways", 13, "direction is request or response, not sideways", ""},
@@ -365,6 +369,10 @@ TEST(Filter, CompileErrors) {
   for (const char* p : {"body.topology.subtopologies.sourceTopics", "body.memberEpoch", "body.status.statusCode",
                         "body.activeTasks.partitions", "body.heartbeatIntervalMs"})
     EXPECT_NE(err.hint.find(std::string("  ") + p + "\n"), std::string::npos) << p << "\n" << err.hint;
+  // Under || the path may belong to the other side: fine.
+  EXPECT_TRUE(filter::Filter::compile("apiKey == 88 || body.coordinatorKeys", ps, err)) << err.format();
+  // Anywhere under the and-chain that fixes the api, such a path is a mistake.
+  EXPECT_FALSE(filter::Filter::compile("apiKey == 88 && (body.memberEpoch || !body.coordinatorKeys)", ps, err));
   // On the command line: exit status 2, the caret on stderr.
   auto r = test::kwire_cmd("decode -r " + capture("demo.pcapng") + " -Y 'apiKey == 1 ||'");
   EXPECT_EQ(WEXITSTATUS(r.status), 2);

@@ -806,9 +806,22 @@ std::string known_top_names() {
 }
 
 // The apis an expression names with apiName == X / apiKey == N (or in {...}).
-std::set<int16_t> named_apis(const Program& p, const ProgramSet& ps) {
+// With only_required, just the atoms every match must satisfy (the and-chain
+// at the top of the expression), so that a path absent from those apis can
+// never match.
+std::set<int16_t> named_apis(const Program& p, const ProgramSet& ps, bool only_required = false) {
   std::set<int16_t> out;
-  for (const auto& a : p.atoms) {
+  std::set<int> required;
+  std::vector<int> todo{p.root};
+  while (!todo.empty()) {
+    const auto& e = p.nodes[static_cast<size_t>(todo.back())];
+    todo.pop_back();
+    if (e.kind == Program::ExprNode::And) { todo.push_back(e.a); todo.push_back(e.b); }
+    if (e.kind == Program::ExprNode::Atom) required.insert(e.atom);
+  }
+  for (size_t i = 0; i < p.atoms.size(); ++i) {
+    const auto& a = p.atoms[i];
+    if (only_required && (!required.count(static_cast<int>(i)) || a->path.request)) continue;
     if (a->path.top != Top::ApiName && a->path.top != Top::ApiKey) continue;
     auto one = [&](const Literal& l) {
       const MessageProgram* m = nullptr;
@@ -853,6 +866,7 @@ std::string paths_hint(const ProgramSet& ps, const std::set<int16_t>& apis, Top 
 // Checks each path against the program set, and that values fit the fields.
 bool check(Program& p, const ProgramSet& ps, CompileError& err) {
   const std::set<int16_t> apis = named_apis(p, ps);
+  const std::set<int16_t> required_apis = named_apis(p, ps, true);
   for (auto& ap : p.atoms) {
     Atom& a = *ap;
     if (a.op == Op::Error || a.op == Op::Malformed) continue;
@@ -929,6 +943,21 @@ bool check(Program& p, const ProgramSet& ps, CompileError& err) {
     if (leaves.empty()) {
       return fail(a.path.column, "unknown path '" + a.path.text + "': no message has it",
                   paths_hint(ps, apis, a.path.top));
+    }
+    if (a.path.top == Top::Body && !required_apis.empty()) {
+      // Every match is a message of these apis: the path must be theirs.
+      bool theirs = false;
+      for (const auto& m : ps.messages())
+        if (!theirs && required_apis.count(m.api_key)) theirs = resolve(ps, m.root, a.path.comps).has_value();
+      if (!theirs) {
+        std::string names;
+        for (int16_t k : required_apis) {
+          const MessageProgram* m = ps.find_api(std::to_string(k));
+          names += (names.empty() ? "" : " or ") + std::string(m ? m->api_name : "?");
+        }
+        return fail(a.path.column, "unknown path '" + a.path.text + "': no " + names + " message has it",
+                    paths_hint(ps, required_apis, a.path.top));
+      }
     }
     bool containers = true;
     for (const auto& [d, api] : leaves) {
