@@ -81,6 +81,7 @@ int decode_command(std::vector<std::string> args) {
     else { std::cerr << "kwire decode: unknown option " << a << "\n" << kDecodeHelp << kOutputOptionsHelp; return 2; }
   }
   if (file.empty()) { std::cerr << "kwire decode: -r FILE is required\n" << kDecodeHelp; return 2; }
+  if (!check_output_options(out, error)) { std::cerr << "kwire decode: " << error << "\n"; return 2; }
 
   FramePrinter printer(ps, out, "kwire decode");
   printer.set_where(file == "-" ? "standard input" : file);

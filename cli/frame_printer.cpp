@@ -11,7 +11,13 @@ namespace kwire::cli {
 
 const char* const kOutputOptionsHelp =
     "  -V                 print the full field tree of each message\n"
-    "  -T text|json       output format; json: one object per line\n"
+    "  -T text|json|fields  output format; json: one object per line; fields: the -e values\n"
+    "  -Y FILTER          only messages matching a display filter (README \"Display filters\"):\n"
+    "                     apiName == Fetch && body.groups.groupId == \"app\", error, request.PATH ...\n"
+    "  -e PATH            with -T fields: a column, as a -T json path (apiName, body.memberEpoch);\n"
+    "                     repeatable; array values joined by the aggregator\n"
+    "  -E OPT=VALUE       with -T fields: separator=,|/t|/s (default tab), aggregator=,|/s|...\n"
+    "                     (default ,), quote=d|s|n (default n), header=y|n (default n)\n"
     "  --api NAME|KEY,..  only messages of these APIs (names in any case)\n"
     "  --errors           only messages with a non-zero error code or a decode error, and skips\n"
     "  --stats            end with: stats: frames=N requests=N responses=N unmatched=N malformed=N\n"
@@ -37,10 +43,28 @@ int parse_output_option(const std::vector<std::string>& args, size_t& i, const P
   else if (a == "--api-table") o.api_table = true;
   else if (a == "--latency") o.latency = true;
   else if (a == "-T") {
-    const std::string* v = value("text or json");
+    const std::string* v = value("text, json or fields");
     if (!v) return -1;
-    if (*v == "json") o.json = true;
-    else if (*v != "text") { error = "-T takes text or json, not " + *v; return -1; }
+    o.json = *v == "json";
+    o.fields = *v == "fields";
+    if (*v != "json" && *v != "fields" && *v != "text") { error = "-T takes text, json or fields, not " + *v; return -1; }
+  } else if (a == "-Y") {
+    const std::string* v = value("a display filter");
+    if (!v) return -1;
+    filter::CompileError err;
+    auto f = filter::Filter::compile(*v, ps, err);
+    if (!f) { error = "-Y: " + err.format(); return -1; }
+    o.filter = std::make_shared<const filter::Filter>(std::move(*f));
+  } else if (a == "-e") {
+    const std::string* v = value("a field path");
+    if (!v) return -1;
+    filter::CompileError err;
+    if (!filter::FieldExtractor::compile({*v}, o.fields_format, ps, err)) { error = "-e: " + err.format(); return -1; }
+    o.field_paths.push_back(*v);
+  } else if (a == "-E") {
+    const std::string* v = value("a field format option");
+    if (!v) return -1;
+    if (!filter::parse_fields_option(*v, o.fields_format, error)) return -1;
   } else if (a == "--api") {
     const std::string* v = value("an api name or key");
     if (!v) return -1;
@@ -57,16 +81,30 @@ int parse_output_option(const std::vector<std::string>& args, size_t& i, const P
   return 1;
 }
 
+bool check_output_options(const OutputOptions& o, std::string& error) {
+  if (!o.field_paths.empty() && !o.fields) { error = "-e needs -T fields"; return false; }
+  if (o.fields && o.field_paths.empty()) { error = "-T fields needs at least one -e PATH"; return false; }
+  return true;
+}
+
 FramePrinter::FramePrinter(const ProgramSet& ps, const OutputOptions& o, std::string program, std::FILE* out)
     : ps_(ps), o_(o), program_(std::move(program)), file_(out) {
+  if (o_.filter) selector_.emplace(*o_.filter);
   if (o_.latency) latency_ = std::make_unique<LatencyTracker>(ps_, o_.latency_top);
+  if (o_.fields) {
+    filter::CompileError err;  // each path compiled alone already
+    fields_ = filter::FieldExtractor::compile(o_.field_paths, o_.fields_format, ps_, err);
+    if (fields_ && o_.fields_format.header) fields_->append_header(out_);
+  }
 }
 
 void FramePrinter::on_connection_end(const TcpConnection& c) {
+  if (selector_) selector_->connection_end(c.id);
   if (latency_) latency_->on_connection_end(c);
 }
 
-bool FramePrinter::selected(const Frame& f) const {
+bool FramePrinter::selected(bool chosen, const Frame& f) {
+  if (!chosen) return false;
   if (o_.limit >= 0 && printed_ >= o_.limit) return false;
   if (!o_.apis.empty() && !o_.apis.count(f.api_key)) return false;
   if (o_.errors_only && f.ok() && !has_error_code(ps_, f)) return false;
@@ -119,29 +157,36 @@ void FramePrinter::line_head(const FrameContext& ctx, bool numbered) {
 }
 
 void FramePrinter::on_frame(const FrameContext& ctx, const Frame& f) {
+  // Numbered by order (kwire record): -Y's frame is the number printed.
+  FrameContext by_order;
+  const bool renumber = !o_.packet_numbers && ctx.packet.number;
+  if (renumber) {
+    by_order = ctx;
+    by_order.packet.number = 0;
+  }
+  const FrameContext& shown = renumber ? by_order : ctx;
+  // The selector sees every message: request.* conditions need the requests.
+  const bool chosen = !selector_ || selector_->select(shown, f);
   if (!ctx.not_kafka) {
     ++frames_;
     if (f.direction == Direction::Request) ++requests_; else ++responses_;
     if (ctx.unmatched) ++unmatched_;
     if (!f.ok()) ++malformed_;
     if (f.program) ++per_api_[{f.api_key, f.api_version, f.direction == Direction::Request ? 0 : 1}];
-    if (latency_ && (o_.apis.empty() || o_.apis.count(f.api_key))) latency_->on_frame(ctx, f);
+    if (latency_ && (o_.apis.empty() || o_.apis.count(f.api_key))) latency_->on_frame(ctx, f, chosen);
   }
   note_time(ctx);
-  if (!selected(f)) return;
+  if (!selected(chosen, f)) return;
   ++printed_;
-  if (!o_.packet_numbers && ctx.packet.number) {
-    FrameContext by_order = ctx;
-    by_order.packet.number = 0;
-    return print(by_order, f);
-  }
-  print(ctx, f);
+  print(shown, f);
 }
 
 void FramePrinter::print(const FrameContext& ctx, const Frame& f) {
   if (o_.json) {
     write_json(out_, ps_, f, ctx);
     out_ += '\n';
+  } else if (fields_) {
+    fields_->append_line(out_, f, ctx);
   } else {
     line_head(ctx, true);
     append_summary(out_, ps_, f, &ctx);
@@ -158,6 +203,7 @@ void FramePrinter::on_skip(const FrameContext& ctx, uint64_t length, const std::
   note_time(ctx);
   if (o_.limit >= 0 && printed_ >= o_.limit) return;
   if (!o_.apis.empty() && !o_.errors_only) return;  // not a message of the selected APIs
+  if (o_.filter || o_.fields) return;  // -Y selects messages; -T fields has no columns for a skip
   ++printed_;
   if (o_.json) {
     write_skip_json(out_, ctx, length, reason);
@@ -180,7 +226,7 @@ void FramePrinter::on_capture_error(const PacketMeta& meta, const std::string& w
 }
 
 void FramePrinter::flush() {
-  fwrite(out_.data(), 1, out_.size(), file_);
+  if (out_.size()) fwrite(out_.data(), 1, out_.size(), file_);  // data() is null before the first append
   out_.clear();
 }
 

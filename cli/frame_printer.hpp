@@ -6,12 +6,14 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "dissector/output/latency.hpp"
+#include "dissector/filter/filter.hpp"
 #include "dissector/output/text_buffer.hpp"
 #include "dissector/protocol/session.hpp"
 
@@ -20,6 +22,10 @@ namespace kwire::cli {
 struct OutputOptions {
   bool verbose = false;      // -V
   bool json = false;         // -T json
+  bool fields = false;       // -T fields: the -e paths of each message, one line each
+  std::vector<std::string> field_paths;  // -e
+  filter::FieldsFormat fields_format;    // -E
+  std::shared_ptr<const filter::Filter> filter;  // -Y
   std::set<int> apis;        // --api; empty: all
   bool errors_only = false;  // --errors
   long long limit = -1;      // -c (decode)
@@ -37,6 +43,8 @@ struct OutputOptions {
 // 1 when consumed, 0 when args[i] is not an output option, -1 on error.
 int parse_output_option(const std::vector<std::string>& args, size_t& i, const ProgramSet& ps, OutputOptions& o,
                         std::string& error);
+// Checks what only the whole set of options can tell (-e needs -T fields).
+bool check_output_options(const OutputOptions& o, std::string& error);
 // The help lines for those options.
 extern const char* const kOutputOptionsHelp;
 
@@ -59,7 +67,7 @@ class FramePrinter : public FrameHandler {
 
  private:
   void print(const FrameContext& ctx, const Frame& f);
-  bool selected(const Frame& f) const;
+  bool selected(bool chosen, const Frame& f);
   void note_time(const FrameContext& ctx);
   void line_head(const FrameContext& ctx, bool numbered);
 
@@ -69,6 +77,8 @@ class FramePrinter : public FrameHandler {
   std::string where_;
   std::FILE* file_;
   TextBuffer out_;
+  std::optional<filter::FilterSelector> selector_;
+  std::optional<filter::FieldExtractor> fields_;
   uint64_t frames_ = 0, requests_ = 0, responses_ = 0, unmatched_ = 0, malformed_ = 0;
   uint64_t capture_errors_ = 0;
   std::map<std::tuple<int, int, int>, uint64_t> per_api_;

@@ -20,6 +20,8 @@ const char* kLatencyHelp =
     "  -f FILTER          BPF capture filter applied while reading\n"
     "  -T text|json       output format; json: {\"latency\":{\"apis\":[..],\"slowest\":[..],\"connections\":[..]}}\n"
     "  --api NAME|KEY,..  only these APIs (names in any case)\n"
+    "  -Y FILTER          only exchanges whose request or response matches a display filter\n"
+    "                     (README \"Display filters\"; request.PATH reaches a response's request)\n"
     "  --top N            how many slowest exchanges to list (default 10)\n"
     "  --guess            decode responses whose request was not captured by trying versions\n";
 
@@ -52,7 +54,7 @@ int latency_command(std::vector<std::string> args) {
                    "the damage is counted; stderr says where); 2 bad usage\n";
       return 0;
     }
-    if (a == "-T" || a == "--api") {
+    if (a == "-T" || a == "--api" || a == "-Y") {
       const int used = parse_output_option(args, i, ps, out, error);
       if (used < 0) return fail(error);
       continue;
@@ -79,6 +81,7 @@ int latency_command(std::vector<std::string> args) {
     std::cerr << "kwire latency: unknown option " << a << "\n" << kLatencyHelp;
     return 2;
   }
+  if (out.fields) return fail("-T takes text or json");
   if (file.empty()) {
     std::cerr << "kwire latency: -r FILE is required\n" << kLatencyHelp;
     return 2;

@@ -50,7 +50,8 @@ const char* kRecordHelp =
     "                     that completes it\n"
     "  --redact-sasl      write SaslAuthenticate auth bytes and raw SASL tokens as zero bytes\n"
     "                     of the same length (the file still decodes)\n"
-    "  --decode           print the Kafka messages while recording (these options apply:)\n";
+    "  --decode           print the Kafka messages while recording (these options apply;\n"
+    "                     -Y selects what is printed, the file keeps every packet):\n";
 
 const char* kRecordTail =
     "  -q                 no status line on a terminal\n"
@@ -210,6 +211,7 @@ int parse(std::vector<std::string>& args, const ProgramSet& ps, RecordOptions& o
   if (o.list) return 0;
   if (o.iface.empty() == o.input.empty()) { std::cerr << "kwire record: give one of -i IFACE or -r FILE\n"; return 2; }
   if (o.output.empty()) { std::cerr << "kwire record: -w FILE is required (- for standard output)\n"; return 2; }
+  if (!check_output_options(o.out, error)) { std::cerr << "kwire record: " << error << "\n"; return 2; }
   if (o.output == "-" && o.decode) {
     std::cerr << "kwire record: --decode prints to standard output, which -w - already uses\n";
     return 2;

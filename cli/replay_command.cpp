@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
+#include "dissector/filter/filter.hpp"
 #include "replay/engine.hpp"
 #include "replay/recording.hpp"
 #include "replay/report.hpp"
@@ -32,6 +33,9 @@ const char* kReplayHelp =
     "                        are in, at the connection's recorded pipelining depth\n"
     "  --speed X             with recorded timing, gaps divided by X (2 = twice as fast)\n"
     "  --api A,B             replay only these requests (api names, any case)\n"
+    "  -Y FILTER             replay only the requests of the exchanges a display filter selects\n"
+    "                        (as for kwire decode): the request matches, or its recorded\n"
+    "                        response does (-Y 'body.errorCode != 0' replays what failed)\n"
     "  --group G,H           replay only sessions whose requests name one of these groups\n"
     "  --conn N,M            replay only these sessions (numbers as the report lists them)\n"
     "  --rename-group PREFIX prefix every group id, so the replay meets no earlier state\n"
@@ -108,6 +112,7 @@ int replay_command(std::vector<std::string> args) {
   SessionOptions session;
   bool have_target = false, default_ignores = true, quiet = false;
   std::vector<replay::IgnoreRule> extra_ignores;
+  std::unique_ptr<filter::Filter> display_filter;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto next = [&]() -> const std::string* {
@@ -121,12 +126,18 @@ int replay_command(std::vector<std::string> args) {
     if (a == "--no-default-ignores") { default_ignores = false; continue; }
     if (a == "-q") { quiet = true; continue; }
     static const std::set<std::string> with_value = {
-        "-r", "--target", "--map", "-p", "--timing", "--speed", "--api", "--group", "--conn", "--rename-group",
+        "-r", "-Y", "--target", "--map", "-p", "--timing", "--speed", "--api", "--group", "--conn", "--rename-group",
         "--rename-topic", "--ignore", "--expect", "--report", "--junit", "--record-out", "--script", "--timeout",
         "--reconnect-timeout", "--sasl-plain"};
     if (!with_value.count(a)) return fail("unknown option " + a + " (kwire replay --help lists them)");
     if (!(v = next())) return fail(a + " needs a value");
     if (a == "-r") file = *v;
+    else if (a == "-Y") {
+      filter::CompileError err;
+      auto f = filter::Filter::compile(*v, ps, err);
+      if (!f) return fail("-Y: " + err.format());
+      display_filter = std::make_unique<filter::Filter>(std::move(*f));
+    }
     else if (a == "--target") { if (!replay::parse_host_port(*v, o.target, error)) return fail("--target: " + error); have_target = true; }
     else if (a == "--map") {
       auto eq = v->find('=');
@@ -222,6 +233,11 @@ int replay_command(std::vector<std::string> args) {
   replay::Recording rec;
   if (!replay::load_recording(file, ps, session, rec, error)) return fail("cannot read " + file + ": " + error);
   for (const auto& n : rec.notes) std::cerr << "kwire replay: " << file << ": " << n << "\n";
+  std::set<const replay::Exchange*> selected;
+  if (display_filter) {
+    replay::select_exchanges(ps, *display_filter, rec, selected);
+    o.select = [&selected](const replay::Exchange& e) { return selected.count(&e) > 0; };
+  }
   replay::ReplayResult result;
   replay::ReportContext ctx;
   ctx.capture = file;

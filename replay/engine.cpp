@@ -428,6 +428,7 @@ bool Engine::wanted(const LiveConn& c, const Exchange& e) const {
     const MessageProgram* m = ps_.find(e.api_key, e.api_version, Direction::Request);
     if (!m || !o_.apis.count(std::string(m->api_name))) return false;
   }
+  if (o_.select && !o_.select(e)) return false;
   return true;
 }
 

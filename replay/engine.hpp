@@ -38,6 +38,7 @@ struct ReplayOptions {
   enum class Timing { Recorded, Fast } timing = Timing::Recorded;
   double speed = 1.0;                          // --speed: recorded gaps divided by this
   std::set<std::string> apis;                  // --api: only these requests (names, exact)
+  std::function<bool(const Exchange&)> select; // -Y: only the exchanges this accepts
   std::set<std::string> groups;                // --group: only sessions that name one of these groups
   std::set<uint32_t> conns;                    // --conn: only these session numbers
   RenameOptions renames;

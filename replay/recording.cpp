@@ -2,6 +2,7 @@
 
 #include <unordered_map>
 
+#include "dissector/protocol/decoder.hpp"
 #include "dissector/protocol/frame.hpp"
 #include "recorder/capture.hpp"
 
@@ -130,6 +131,35 @@ bool load_recording(const std::string& file, const ProgramSet& ps, const Session
       s.skip = "authenticates with SASL " + s.sasl_mechanism;
   }
   return true;
+}
+
+void select_exchanges(const ProgramSet& ps, const filter::Filter& f, const Recording& rec,
+                      std::set<const Exchange*>& out) {
+  FrameDecoder dec(ps);
+  Frame req, resp;
+  for (const auto& s : rec.sessions) {
+    for (const auto& e : s.exchanges) {
+      FrameContext rq;
+      rq.packet.number = e.frame;
+      rq.packet.ts_sec = e.request_us / 1000000;
+      rq.packet.ts_usec = static_cast<int32_t>(e.request_us % 1000000);
+      rq.src = s.client;
+      rq.dst = s.broker;
+      dec.decode_request(e.request, req);
+      bool yes = f.match(req, rq);
+      if (!yes && !e.response.empty()) {
+        FrameContext rs = rq;
+        rs.packet.number = e.response_frame;
+        rs.packet.ts_sec = e.response_us / 1000000;
+        rs.packet.ts_usec = static_cast<int32_t>(e.response_us % 1000000);
+        rs.src = s.broker;
+        rs.dst = s.client;
+        dec.decode_response(e.response, e.api_key, e.api_version, resp);
+        yes = f.match(resp, rs, &req, &rq);
+      }
+      if (yes) out.insert(&e);
+    }
+  }
 }
 
 }  // namespace kwire::replay

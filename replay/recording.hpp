@@ -5,9 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "dissector/filter/filter.hpp"
 #include "dissector/protocol/program.hpp"
 #include "dissector/protocol/session.hpp"
 
@@ -53,5 +55,10 @@ struct Recording {
 // False with `error` when the file cannot be read at all.
 bool load_recording(const std::string& file, const ProgramSet& ps, const SessionOptions& opts,
                     Recording& out, std::string& error);
+
+// replay -Y: the exchanges a display filter selects, by their request or by
+// their recorded response (matched with its request, so request.* works).
+void select_exchanges(const ProgramSet& ps, const filter::Filter& f, const Recording& rec,
+                      std::set<const Exchange*>& out);
 
 }  // namespace kwire::replay

@@ -269,7 +269,7 @@ TEST(HelpCli, EveryCommandListsEveryOption) {
                   "--no-default-ignores", "--expect", "--list-rules", "--report", "--junit", "--record-out",
                   "--script", "--sasl-plain"}},
       {"specs", {"--versions", "-v"}},
-      {"latency", {"-r", "-p", "-f", "-T", "--api", "--top", "--guess"}},
+      {"latency", {"-r", "-p", "-f", "-T", "--api", "-Y", "--top", "--guess"}},
   };
   for (auto& [cmd, list] : options) {
     list.insert(list.end(), spec_and_help.begin(), spec_and_help.end());

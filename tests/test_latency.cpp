@@ -179,6 +179,19 @@ TEST(Latency, TextAndDecodeOptionAgreeWithJson) {
     }
     EXPECT_TRUE(found) << name;
   }
+  // -Y: an api's row is the unfiltered one; a filter on responses counts the
+  // exchanges of the responses it selects.
+  auto hb = nlohmann::json::parse(kwire_cmd("latency -r " + cap + " -T json -Y 'apiName == StreamsGroupHeartbeat'").out)["latency"];
+  ASSERT_EQ(hb["apis"].size(), 1u);
+  for (const auto& row : j["apis"])
+    if (row["apiName"] == "StreamsGroupHeartbeat") { EXPECT_EQ(hb["apis"][0], row); }
+  const std::string busy = "body.errorCode == COORDINATOR_LOAD_IN_PROGRESS";
+  const auto responses = lines(kwire_cmd("decode -r " + cap + " -T json -Y '" + busy + "'").out);
+  ASSERT_FALSE(responses.empty());
+  auto by_error = nlohmann::json::parse(kwire_cmd("latency -r " + cap + " -T json -Y '" + busy + "'").out)["latency"];
+  size_t counted = 0;
+  for (const auto& row : by_error["apis"]) counted += row["count"].get<size_t>();
+  EXPECT_EQ(counted, responses.size());
   // --api narrows the report to those APIs.
   auto fetch = nlohmann::json::parse(kwire_cmd("latency -r " + cap + " -T json --api fetch").out)["latency"];
   ASSERT_EQ(fetch["apis"].size(), 1u);

@@ -189,6 +189,10 @@ void write_json(TextBuffer& out, const ProgramSet& ps, const Frame& f, const Fra
   out += '}';
 }
 
+void write_json_value(TextBuffer& out, const ProgramSet& ps, const Frame& f, uint32_t node) {
+  value(out, ps, f, node);
+}
+
 void write_skip_json(TextBuffer& out, const FrameContext& ctx, uint64_t length, std::string_view reason) {
   out += "{\"skipped\":{\"streamOffset\":";
   append_int(out, static_cast<int64_t>(ctx.stream_offset));

@@ -79,7 +79,7 @@ std::string LatencyTracker::api_name(int16_t key) const {
   return m ? std::string(m->api_name) : "api " + std::to_string(key);
 }
 
-void LatencyTracker::on_frame(const FrameContext& ctx, const Frame& f) {
+void LatencyTracker::on_frame(const FrameContext& ctx, const Frame& f, bool selected) {
   if (ctx.not_kafka || !ctx.conn || f.api_key < 0) return;
   const uint32_t conn = ctx.conn->id;
   const uint64_t key = uint64_t{conn} << 32 | static_cast<uint32_t>(f.correlation_id);
@@ -89,12 +89,13 @@ void LatencyTracker::on_frame(const FrameContext& ctx, const Frame& f) {
       const Node* acks = find_field(f, ps_, f.body, "Acks");
       if (acks && acks->v.i == 0) return;
     }
-    auto [it, fresh] = pending_.try_emplace(key, Pending{micros_of(ctx.packet), frame_of(ctx), f.api_key, f.api_version});
+    const Pending p{micros_of(ctx.packet), frame_of(ctx), f.api_key, f.api_version, selected};
+    auto [it, fresh] = pending_.try_emplace(key, p);
     if (!fresh) {  // the correlation id came again before an answer: the first one was never answered
-      unanswered(conn, it->second);
-      it->second = Pending{micros_of(ctx.packet), frame_of(ctx), f.api_key, f.api_version};
+      if (it->second.selected) unanswered(conn, it->second);
+      it->second = p;
     }
-    if (!conns_.count(conn)) conns_[conn] = ConnStats{ctx.src.str(), ctx.dst.str(), {}, 0};
+    if (selected && !conns_.count(conn)) conns_[conn] = ConnStats{ctx.src.str(), ctx.dst.str(), {}, 0};
     return;
   }
   if (ctx.unmatched) return;
@@ -102,9 +103,15 @@ void LatencyTracker::on_frame(const FrameContext& ctx, const Frame& f) {
   if (it == pending_.end()) return;
   const Pending p = it->second;
   pending_.erase(it);
+  if (!p.selected && !selected) return;
   const int64_t d = std::max<int64_t>(0, micros_of(ctx.packet) - p.micros);
   apis_[{p.api_key, p.api_version}].h.add(d);
-  conns_[conn].h.add(d);
+  ConnStats& cs = conns_[conn];
+  if (cs.client.empty()) {  // the first exchange of the connection chosen by its response
+    cs.client = ctx.dst.str();
+    cs.server = ctx.src.str();
+  }
+  cs.h.add(d);
   if (slowest_n_ == 0) return;
   const Slow s{d, p.frame, frame_of(ctx), p.api_key, p.api_version, conn, f.correlation_id};
   if (slowest_.size() < slowest_n_) {
@@ -125,7 +132,7 @@ void LatencyTracker::unanswered(uint32_t conn, const Pending& p) {
 void LatencyTracker::on_connection_end(const TcpConnection& c) {
   for (auto it = pending_.begin(); it != pending_.end();) {
     if (it->first >> 32 == c.id) {
-      unanswered(c.id, it->second);
+      if (it->second.selected) unanswered(c.id, it->second);
       it = pending_.erase(it);
     } else {
       ++it;
@@ -138,6 +145,7 @@ void LatencyTracker::write(TextBuffer& out, bool json) const {
   std::map<std::pair<int16_t, int16_t>, uint64_t> waiting;
   std::map<uint32_t, uint64_t> waiting_conn;
   for (const auto& [key, p] : pending_) {
+    if (!p.selected) continue;
     ++waiting[{p.api_key, p.api_version}];
     ++waiting_conn[static_cast<uint32_t>(key >> 32)];
   }

@@ -47,7 +47,9 @@ class LatencyTracker {
  public:
   explicit LatencyTracker(const ProgramSet& ps, size_t slowest = 10) : ps_(ps), slowest_n_(slowest) {}
 
-  void on_frame(const FrameContext& ctx, const Frame& f);
+  // `selected`: a display filter chose this message. An exchange counts when
+  // its request or its response was chosen.
+  void on_frame(const FrameContext& ctx, const Frame& f, bool selected = true);
   void on_connection_end(const TcpConnection& c);
 
   // The report: a table per api version, the slowest exchanges, per
@@ -59,6 +61,7 @@ class LatencyTracker {
     int64_t micros;
     uint64_t frame;
     int16_t api_key, api_version;
+    bool selected;
   };
   struct Slow {
     int64_t micros;

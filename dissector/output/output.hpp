@@ -25,6 +25,8 @@ void write_tree(TextBuffer& out, const ProgramSet& ps, const Frame& f, int inden
 // message (Wireshark's frame.number), `message` its index among the decoded
 // messages, `time` seconds since the epoch.
 void write_json(TextBuffer& out, const ProgramSet& ps, const Frame& f, const FrameContext& ctx);
+// The JSON value of one node as write_json writes it (an object, array, string, number).
+void write_json_value(TextBuffer& out, const ProgramSet& ps, const Frame& f, uint32_t node);
 // Bytes of a Kafka stream that are in no message (FrameHandler::on_skip):
 // "[skipped 120 bytes at stream offset 4096: REASON]" and, as JSON,
 // {"skipped":{"streamOffset":..,"length":..,"reason":..},"time":..,"src":..,"dst":..}.
