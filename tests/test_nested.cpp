@@ -364,3 +364,57 @@ TEST(Nested, SessionsGiveAResponseItsRequestsProtocolType) {
   ASSERT_EQ(out.frames.size(), 2u);
   EXPECT_EQ(out.frames[1]["body"]["members"][0]["metadata"]["ownedPartitions"][0]["partitions"], json::array({0, 2}));
 }
+
+// captures/MANIFEST.md, txn-consumer.pcapng: the capture holds the broker's
+// connection to its controller, and step 1's CreateTopics of txn-in and
+// txn-out (3 partitions each, retention.ms=-1) is forwarded to the controller
+// in an Envelope. (No capture has JoinGroup or SyncGroup: the consumers there
+// use the KIP-848 protocol, ConsumerGroupHeartbeat.)
+TEST(Nested, TheRealCapturesEnvelopeCarriesTheForwardedCreateTopics) {
+  JsonLines out;
+  KafkaSessions sessions(ps(), {}, out);
+  CaptureStats stats;
+  std::string error;
+  ASSERT_TRUE(read_capture_file(std::string(KWIRE_SOURCE_DIR) + "/captures/txn-consumer.pcapng", {}, sessions, stats,
+                                error)) << error;
+  std::vector<json> envelopes;
+  for (const auto& m : out.frames)
+    if (m["apiKey"] == 58) envelopes.push_back(m);
+  ASSERT_EQ(envelopes.size(), 2u);
+  const json& req = envelopes[0];
+  ASSERT_EQ(req["direction"], "request");
+  EXPECT_FALSE(req.contains("error")) << req.dump();
+  const json& inner = req["body"]["requestData"];
+  EXPECT_EQ(inner["header"]["requestApiKey"], 19);  // CreateTopics
+  ASSERT_EQ(inner["body"]["topics"].size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const json& t = inner["body"]["topics"][i];
+    EXPECT_EQ(t["name"], i == 0 ? "txn-in" : "txn-out");
+    EXPECT_EQ(t["numPartitions"], 3);
+    EXPECT_EQ(t["configs"], json::parse(R"([{"name":"retention.ms","value":"-1"}])"));
+  }
+  EXPECT_EQ(req["body"]["requestPrincipal"]["type"], "User");
+  // The response, matched to it, carries the CreateTopics response to the enveloped request.
+  const json& resp = envelopes[1];
+  ASSERT_EQ(resp["direction"], "response");
+  EXPECT_FALSE(resp.contains("error")) << resp.dump();
+  const json& answer = resp["body"]["responseData"];
+  EXPECT_EQ(answer["header"]["correlationId"], inner["header"]["correlationId"]);
+  ASSERT_EQ(answer["body"]["topics"].size(), 2u);
+  EXPECT_EQ(answer["body"]["topics"][0]["name"], "txn-in");
+  EXPECT_EQ(answer["body"]["topics"][1]["name"], "txn-out");
+  EXPECT_EQ(answer["body"]["topics"][0]["numPartitions"], 3);
+}
+
+// `kwire specs` names the payloads and the versions of their data specs
+// (specs/kafka/*.json: "validVersions" 0-3, 0-3 and 0).
+TEST(Nested, SpecsListsThePayloads) {
+  auto r = test::kwire_cmd("specs");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("JoinGroup request Protocols[].Metadata     ConsumerProtocolSubscription v0-3, when the "
+                       "protocol type is consumer"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("SyncGroup response Assignment              ConsumerProtocolAssignment v0-3"), std::string::npos);
+  EXPECT_NE(r.out.find("Envelope request RequestPrincipal          DefaultPrincipalData v0\n"), std::string::npos);
+  EXPECT_NE(r.out.find("Envelope response ResponseData             a whole response (header, body)"), std::string::npos);
+}

@@ -182,7 +182,10 @@ class Run {
   // message being decoded carry what.
   void nest(int16_t api, Direction dir, const ResponseHint* hint, int depth) {
     constexpr int kMaxDepth = 2;  // an enveloped JoinGroup's metadata, no deeper
-    nest_api_ = (depth < kMaxDepth && (api == 11 || api == 14 || api == 58)) ? api : -1;
+    nest_api_ = -1;
+    if (depth < kMaxDepth)
+      for (const NestedPayload& p : nested_payloads())
+        if (p.api_key == api) nest_api_ = api;
     nest_dir_ = dir;
     hint_ = hint;
     depth_ = depth;
@@ -195,22 +198,18 @@ class Run {
       return;
     }
     if (t != WireType::Bytes) return;
-    const bool request = nest_dir_ == Direction::Request;
-    switch (nest_api_) {
-      case 11:
-        if (d.name == "Metadata" && consumer_protocol()) data_payload(d, n, data, len, "ConsumerProtocolSubscription", true);
-        return;
-      case 14:
-        if (d.name == "Assignment" && consumer_protocol()) data_payload(d, n, data, len, "ConsumerProtocolAssignment", true);
-        return;
-      case 58:
-        if (request && d.name == "RequestData") message_payload(d, n, data, len, Direction::Request, -1, -1);
-        else if (request && d.name == "RequestPrincipal") data_payload(d, n, data, len, "DefaultPrincipalData", false);
-        else if (!request && d.name == "ResponseData" && hint_ && hint_->inner_api_key >= 0)
+    for (const NestedPayload& p : nested_payloads()) {
+      if (p.api_key != nest_api_ || p.direction != nest_dir_ || p.field != d.name) continue;
+      if (p.consumer_protocol && !consumer_protocol()) return;
+      if (p.payload == "request") {
+        message_payload(d, n, data, len, Direction::Request, -1, -1);
+      } else if (p.payload == "response") {
+        if (hint_ && hint_->inner_api_key >= 0)
           message_payload(d, n, data, len, Direction::Response, hint_->inner_api_key, hint_->inner_api_version);
-        return;
-      default:
-        return;
+      } else {
+        data_payload(d, n, data, len, p.payload, p.consumer_protocol);
+      }
+      return;
     }
   }
 
@@ -534,6 +533,19 @@ void FrameDecoder::decode_response(std::span<const uint8_t> msg, int16_t api_key
       static_cast<int16_t>(load_be16(msg.data() + 8)) == 35) {
     decode_response(msg, api_key, 0, out);
   }
+}
+
+std::span<const NestedPayload> nested_payloads() {
+  static constexpr NestedPayload kPayloads[] = {
+    {11, Direction::Request, "Metadata", "Protocols[].Metadata", "ConsumerProtocolSubscription", true},
+    {11, Direction::Response, "Metadata", "Members[].Metadata", "ConsumerProtocolSubscription", true},
+    {14, Direction::Request, "Assignment", "Assignments[].Assignment", "ConsumerProtocolAssignment", true},
+    {14, Direction::Response, "Assignment", "Assignment", "ConsumerProtocolAssignment", true},
+    {58, Direction::Request, "RequestData", "RequestData", "request", false},
+    {58, Direction::Request, "RequestPrincipal", "RequestPrincipal", "DefaultPrincipalData", false},
+    {58, Direction::Response, "ResponseData", "ResponseData", "response", false},
+  };
+  return kPayloads;
 }
 
 ResponseHint response_hint(const ProgramSet& ps, const Frame& request) {
