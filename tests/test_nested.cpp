@@ -418,3 +418,29 @@ TEST(Nested, SpecsListsThePayloads) {
   EXPECT_NE(r.out.find("Envelope request RequestPrincipal          DefaultPrincipalData v0\n"), std::string::npos);
   EXPECT_NE(r.out.find("Envelope response ResponseData             a whole response (header, body)"), std::string::npos);
 }
+
+// The example in README.md (`kwire decode`): a JoinGroup v5 of a cooperative-sticky
+// consumer with a v3 subscription, built here field by field.
+TEST(Nested, TheReadmeExample) {
+  test::Bytes sub;
+  sub.i16(3).i32(2).str("orders").str("payments").i32(-1)        // Topics, UserData null
+      .i32(1).str("orders").i32(2).i32(0).i32(2)                 // OwnedPartitions
+      .i32(7).str("rack-a");                                     // GenerationId, RackId
+  test::Bytes b;
+  b.i16(11).i16(5).i32(3).str("billing-consumer-1");
+  b.str("billing").i32(45000).i32(300000).str("").i16(-1).str("consumer");
+  b.i32(1).str("cooperative-sticky").i32(static_cast<int64_t>(sub.size())).raw(sub.bytes());
+  FrameDecoder d(ps());
+  Frame f;
+  d.decode_request(b.message(), f);
+  ASSERT_TRUE(f.ok()) << f.errors.front().reason;
+  EXPECT_EQ(body_json(f)["protocols"][0]["metadata"],
+            json::parse(R"({"version":3,"topics":["orders","payments"],"userData":null,
+                            "ownedPartitions":[{"topic":"orders","partitions":[0,2]}],"generationId":7,"rackId":"rack-a"})"));
+  EXPECT_NE(tree_text(f).find("      Metadata: 64 bytes\n"
+                              "        ConsumerProtocolSubscription\n"
+                              "          Version: 3\n"
+                              "          Topics: [\"orders\", \"payments\"]\n"),
+            std::string::npos)
+      << tree_text(f);
+}
