@@ -4,6 +4,7 @@
 // the expected values are the ones written into the bytes.
 #include <gtest/gtest.h>
 
+#include <deque>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -35,6 +36,13 @@ std::string tree_text(const Frame& f) {
   TextBuffer s;
   write_tree(s, ps(), f, 0);
   return s.str();
+}
+
+// A Frame holds views into its message: the messages tests decode from
+// temporaries are kept here for the rest of the run.
+const std::vector<uint8_t>& keep(std::vector<uint8_t> m) {
+  static std::deque<std::vector<uint8_t>> kept;
+  return kept.emplace_back(std::move(m));
 }
 
 std::vector<uint8_t> strip_size(const std::vector<uint8_t>& m) { return {m.begin() + 4, m.end()}; }
@@ -104,7 +112,7 @@ TEST(Nested, ConsumerSubscriptionInAJoinGroupRequestDecodesInPlace) {
   EXPECT_NE(tree.find("Topics: [\"orders\"]"), std::string::npos) << tree;
   // The summary line is the outer message's: the same as when the payload stays bytes.
   Frame other;
-  d.decode_request(join_group_v5("connect", subscription_v1()), other);
+  d.decode_request(keep(join_group_v5("connect", subscription_v1())), other);
   EXPECT_EQ(summarize(ps(), f, nullptr), summarize(ps(), other, nullptr));
 }
 
@@ -130,7 +138,7 @@ TEST(Nested, ReEncodingWritesTheBytesAsTheyCameWhateverTheNestedNodesSay) {
 TEST(Nested, OtherProtocolTypesKeepTheirBytes) {
   FrameDecoder d(ps());
   Frame f;
-  d.decode_request(join_group_v5("connect", subscription_v1()), f);
+  d.decode_request(keep(join_group_v5("connect", subscription_v1())), f);
   ASSERT_TRUE(f.ok());
   EXPECT_EQ(body_json(f)["protocols"][0]["metadata"], wire::base64(subscription_v1()));
   const Node* meta = test::at(f, ps(), "Protocols[0].Metadata");
@@ -143,7 +151,7 @@ TEST(Nested, ReplayDecodesWithoutLookingInside) {
   FrameDecoder d(ps());
   d.set_nested(false);
   Frame f;
-  d.decode_request(join_group_v5("consumer", subscription_v1()), f);
+  d.decode_request(keep(join_group_v5("consumer", subscription_v1())), f);
   ASSERT_TRUE(f.ok());
   EXPECT_EQ(body_json(f)["protocols"][0]["metadata"], wire::base64(subscription_v1()));
 }
@@ -178,12 +186,12 @@ TEST(Nested, TruncatedSubscriptionIsAnErrorAtItsOffsetAndTheRestOfTheMessageDeco
 TEST(Nested, AnEmptyOrNegativeVersionIsAnError) {
   FrameDecoder d(ps());
   Frame f;
-  d.decode_request(join_group_v5("consumer", {}), f);
+  d.decode_request(keep(join_group_v5("consumer", {})), f);
   ASSERT_EQ(f.errors.size(), 1u);
   EXPECT_NE(f.errors[0].reason.find("needs a 2-byte version, 0 present"), std::string::npos) << f.errors[0].reason;
   test::Bytes neg;
   neg.i16(-1).i32(0).i32(-1);
-  d.decode_request(join_group_v5("consumer", neg.bytes()), f);
+  d.decode_request(keep(join_group_v5("consumer", neg.bytes())), f);
   ASSERT_EQ(f.errors.size(), 1u);
   EXPECT_NE(f.errors[0].reason.find("unknown version -1"), std::string::npos) << f.errors[0].reason;
 }
@@ -196,7 +204,7 @@ TEST(Nested, ANewerSubscriptionVersionIsReadAsTheNewestKnownAndTheRestKept) {
   meta.i16(9).i32(1).str("t").i32(0).i32(0).i32(7).str("rack-a").raw("xyz");
   FrameDecoder d(ps());
   Frame f;
-  d.decode_request(join_group_v5("consumer", meta.bytes()), f);
+  d.decode_request(keep(join_group_v5("consumer", meta.bytes())), f);
   ASSERT_TRUE(f.ok()) << f.errors.front().reason;
   EXPECT_EQ(body_json(f)["protocols"][0]["metadata"],
             json::parse(R"({"version":9,"topics":["t"],"userData":"","ownedPartitions":[],"generationId":7,
@@ -206,7 +214,7 @@ TEST(Nested, ANewerSubscriptionVersionIsReadAsTheNewestKnownAndTheRestKept) {
 TEST(Nested, JoinGroupResponseWithoutProtocolTypeTakesItFromTheRequest) {
   FrameDecoder d(ps());
   Frame req, resp;
-  d.decode_request(join_group_v5("consumer", subscription_v1()), req);
+  d.decode_request(keep(join_group_v5("consumer", subscription_v1())), req);
   ResponseHint hint = response_hint(ps(), req);
   EXPECT_TRUE(hint.consumer_protocol);
   auto msg = join_group_response_v5(subscription_v1());
@@ -216,7 +224,7 @@ TEST(Nested, JoinGroupResponseWithoutProtocolTypeTakesItFromTheRequest) {
   // Without the request (or with another protocol type) it stays bytes.
   d.decode_response(msg, 11, 5, resp);
   EXPECT_EQ(body_json(resp)["members"][0]["metadata"], wire::base64(subscription_v1()));
-  d.decode_request(join_group_v5("connect", subscription_v1()), req);
+  d.decode_request(keep(join_group_v5("connect", subscription_v1())), req);
   d.decode_response(msg, 11, 5, resp, false, response_hint(ps(), req));
   EXPECT_EQ(body_json(resp)["members"][0]["metadata"], wire::base64(subscription_v1()));
 }
@@ -228,7 +236,7 @@ TEST(Nested, SyncGroupV5AssignmentsDecodeFromTheirOwnProtocolType) {
   b.carr(1).cstr("m-1").cbytes(a).tags0().tags0();
   FrameDecoder d(ps());
   Frame f;
-  d.decode_request(b.message(), f);
+  d.decode_request(keep(b.message()), f);
   ASSERT_TRUE(f.ok()) << f.errors.front().reason;
   const json expected = json::parse(
       R"({"version":0,"assignedPartitions":[{"topic":"orders","partitions":[1]}],"userData":"dWQ="})");
@@ -237,7 +245,7 @@ TEST(Nested, SyncGroupV5AssignmentsDecodeFromTheirOwnProtocolType) {
   test::Bytes r;
   r.i32(9).tags0();
   r.i32(0).i16(0).cstr("consumer").cstr("range").cbytes(a).tags0();
-  d.decode_response(r.message(), 14, 5, f);  // ProtocolType is in the response itself
+  d.decode_response(keep(r.message()), 14, 5, f);  // ProtocolType is in the response itself
   ASSERT_TRUE(f.ok()) << f.errors.front().reason;
   EXPECT_EQ(body_json(f)["assignment"], expected);
 }
@@ -289,7 +297,7 @@ TEST(Nested, EnvelopeCarriesARequestAPrincipalAndItsResponse) {
   EXPECT_EQ(hint.inner_api_version, 1);
   test::Bytes r;
   r.i32(21).tags0().cbytes(strip_size(test::heartbeat_response(5, "m-7", 5, 25))).i16(0).tags0();
-  d.decode_response(r.message(), 58, 0, f, false, hint);
+  d.decode_response(keep(r.message()), 58, 0, f, false, hint);
   ASSERT_TRUE(f.ok()) << f.errors.front().reason;
   j = body_json(f);
   EXPECT_EQ(j["responseData"]["header"], json::parse(R"({"correlationId":5})"));
@@ -302,7 +310,7 @@ TEST(Nested, EnvelopeCarriesARequestAPrincipalAndItsResponse) {
   EXPECT_NE(tree.find("ResponseHeader\n"), std::string::npos) << tree;
   EXPECT_NE(tree.find("StreamsGroupHeartbeatResponse\n"), std::string::npos) << tree;
   // Without its request the response data stays bytes.
-  d.decode_response(r.message(), 58, 0, f);
+  d.decode_response(keep(r.message()), 58, 0, f);
   EXPECT_TRUE(body_json(f)["responseData"].is_string());
 }
 
@@ -324,7 +332,7 @@ TEST(Nested, ABrokenEnvelopedRequestIsAnErrorAndTheEnvelopeDecodesOn) {
   // An unknown api inside: the header decodes, then the error says so.
   test::Bytes unknown;
   unknown.i16(999).i16(0).i32(1).str("x");
-  d.decode_request(envelope(unknown.bytes()), f);
+  d.decode_request(keep(envelope(unknown.bytes())), f);
   ASSERT_EQ(f.errors.size(), 1u);
   EXPECT_NE(f.errors[0].reason.find("RequestData: no spec for api key 999 v0 request"), std::string::npos)
       << f.errors[0].reason;
@@ -432,7 +440,7 @@ TEST(Nested, TheReadmeExample) {
   b.i32(1).str("cooperative-sticky").i32(static_cast<int64_t>(sub.size())).raw(sub.bytes());
   FrameDecoder d(ps());
   Frame f;
-  d.decode_request(b.message(), f);
+  d.decode_request(keep(b.message()), f);
   ASSERT_TRUE(f.ok()) << f.errors.front().reason;
   EXPECT_EQ(body_json(f)["protocols"][0]["metadata"],
             json::parse(R"({"version":3,"topics":["orders","payments"],"userData":null,

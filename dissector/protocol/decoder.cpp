@@ -194,7 +194,10 @@ class Run {
   void nested(const FieldDesc& d, uint32_t n, WireType t, const uint8_t* data, size_t len) {
     if (t == WireType::String) {
       // JoinGroup and SyncGroup name their protocol type before the payloads.
-      if (d.name == "ProtocolType") protocol_type_ = std::string_view(reinterpret_cast<const char*>(data), len), has_protocol_type_ = true;
+      if (d.name == "ProtocolType") {
+        protocol_type_ = std::string_view(reinterpret_cast<const char*>(data), len);
+        has_protocol_type_ = true;
+      }
       return;
     }
     if (t != WireType::Bytes) return;
