@@ -4,6 +4,7 @@
 
 #include "cli/commands.hpp"
 #include "dissector/output/output.hpp"
+#include "dissector/protocol/decoder.hpp"
 #include "dissector/protocol/overlays.hpp"
 
 namespace kwire::cli {
@@ -79,7 +80,29 @@ int specs_command(std::vector<std::string> args) {
       }
       printf("%-4d %-44s %-9s %s\n", key, std::string(vs.front()->api_name).c_str(), versions.c_str(), origin.c_str());
     }
-    std::cout << apis.size() << " APIs. Shipped overlays (--overlay NAME):";
+    // Structures that travel serialized inside bytes fields, decoded there.
+    std::map<std::string_view, std::pair<int, int>> data;  // name -> version range
+    for (const auto& d : ps.data()) {
+      auto [it, fresh] = data.try_emplace(d.name, d.version, d.version);
+      it->second.first = std::min<int>(it->second.first, d.version);
+      it->second.second = std::max<int>(it->second.second, d.version);
+    }
+    std::cout << "\nPayloads decoded inside bytes fields:\n";
+    for (const auto& p : nested_payloads()) {
+      const MessageProgram* m = ps.find_api(std::to_string(p.api_key));
+      std::string where = std::string(m ? m->api_name : "?") + (p.direction == Direction::Request ? " request " : " response ") +
+                          std::string(p.path);
+      std::string what(p.payload);
+      if (auto it = data.find(p.payload); it != data.end()) {
+        what += " v" + std::to_string(it->second.first);
+        if (it->second.second != it->second.first) what += "-" + std::to_string(it->second.second);
+      } else {
+        what = "a whole " + what + " (header, body)";
+      }
+      if (p.consumer_protocol) what += ", when the protocol type is consumer";
+      printf("  %-42s %s\n", where.c_str(), what.c_str());
+    }
+    std::cout << "\n" << apis.size() << " APIs. Shipped overlays (--overlay NAME):";
     for (const auto& n : builtin_overlay_names()) std::cout << " " << n;
     std::cout << "\n";
     return 0;

@@ -369,7 +369,11 @@ class Engine {
  public:
   Engine(const ProgramSet& ps, const Recording& rec, const ReplayOptions& o, ReplayResult& out)
       : ps_(ps), rec_(rec), o_(o), out_(out), dec_(ps), enc_(ps), state_(ps, o.renames),
-        resolved_(rec.responses, false) {}
+        resolved_(rec.responses, false) {
+    // Payloads inside bytes fields (consumer metadata, enveloped requests) are
+    // sent as recorded; rewrite and compare treat those fields as bytes.
+    dec_.set_nested(false);
+  }
 
   bool run(std::string& error);
 

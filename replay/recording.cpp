@@ -122,7 +122,10 @@ class Collector : public FrameHandler {
 bool load_recording(const std::string& file, const ProgramSet& ps, const SessionOptions& opts, Recording& out,
                     std::string& error) {
   Collector collector(ps, out);
-  KafkaSessions sessions(ps, opts, collector);
+  // Replay sends nested payloads as recorded: it need not look inside them.
+  SessionOptions no_nested = opts;
+  no_nested.nested = false;
+  KafkaSessions sessions(ps, no_nested, collector);
   CaptureStats stats;
   if (!read_capture_file(file, CaptureOptions{}, sessions, stats, error)) return false;
   if (stats.file_damaged) out.notes.push_back("the capture file is damaged; sessions end where it does");

@@ -96,6 +96,12 @@ TEST(RoundTrip, CoversEveryApiVersionAndDirectionOfTheRelease) {
   EXPECT_FALSE(ps.find(74, 0, Direction::Request)->older);
 }
 
+// The generator fills bytes fields with random bytes. An Envelope request's
+// RequestData must be a request, which random bytes are not (kwire rightly
+// says so); such messages are read without looking inside their payloads.
+// Real nested payloads round-trip in test_nested.cpp and the conformance corpus.
+static bool random_envelope_request(const MessageProgram& m) { return m.api_key == 58 && m.direction == Direction::Request; }
+
 TEST(RoundTrip, RandomMessagesEncodeDecodeEncodeByteIdentical) {
   const ProgramSet& ps = ProgramSet::release();
   FrameDecoder decoder(ps);
@@ -112,6 +118,7 @@ TEST(RoundTrip, RandomMessagesEncodeDecodeEncodeByteIdentical) {
       gen.generate(*m, 1000 + i, generated);
       first.clear();
       ASSERT_TRUE(encoder.encode(generated, first, error)) << what << ": " << error;
+      decoder.set_nested(!random_envelope_request(*m));
       if (m->direction == Direction::Request) decoder.decode_request(first, decoded);
       else decoder.decode_response(first, m->api_key, m->version, decoded);
       ASSERT_TRUE(decoded.ok()) << what << " #" << i << ": " << decoded.errors.front().reason << " at "
@@ -142,6 +149,7 @@ TEST(RoundTrip, EveryByteOfADecodedMessageBelongsToANode) {
     gen.generate(*m, 1, generated);
     bytes.clear();
     ASSERT_TRUE(encoder.encode(generated, bytes, error));
+    decoder.set_nested(!random_envelope_request(*m));
     if (m->direction == Direction::Request) decoder.decode_request(bytes, decoded);
     else decoder.decode_response(bytes, m->api_key, m->version, decoded);
     ASSERT_TRUE(decoded.ok());

@@ -159,6 +159,17 @@ void SpecCompiler::add(const spec::MessageSpec& m) {
     }
     return;
   }
+  if (m.type == "data") {
+    for (int v = m.valid.lo; v <= m.valid.hi; ++v) {
+      DataProgram d;
+      d.name = s(m.name);
+      d.version = static_cast<int16_t>(v);
+      d.flexible = m.flexible.contains(v);
+      d.root = root(m, v);
+      t_.data.push_back(d);
+    }
+    return;
+  }
   if (!m.is_api()) return;
   for (int v = m.valid.lo; v <= m.valid.hi; ++v) add_version(m, v, t_.origin, false);  // removed APIs have "none"
 }

@@ -20,8 +20,10 @@ class SpecCompiler {
  public:
   explicit SpecCompiler(std::string origin, bool overlay = false);
 
-  // Adds every version of an API message, or the header versions of
-  // RequestHeader/ResponseHeader. Other spec types (data, metadata) are skipped.
+  // Adds every version of an API message, the header versions of
+  // RequestHeader/ResponseHeader, or every version of a data spec (type
+  // "data": structures Kafka serializes into bytes fields). Other spec types
+  // (metadata, coordinator keys and values) are skipped.
   void add(const spec::MessageSpec& m);
   // After add() of every pinned spec: the api versions of an older release
   // (`messages`, its whole spec set) that the tables do not have yet, from

@@ -44,12 +44,18 @@ void emit_tables(std::ostream& out, const std::string& id, const ProgramTables& 
         << ", " << m.version << ", Direction::" << (m.direction == Direction::Request ? "Request" : "Response")
         << ", " << m.flexible << ", " << m.unstable << ", " << m.overlay << ", " << m.older << ", " << m.root << ", " << m.controller_only << "},\n";
   }
+  out << "};\nstatic const DataProgram " << id << "_data[] = {\n";
+  for (const auto& d : t.data)
+    out << "  {" << lit(d.name) << ", " << d.version << ", " << (d.flexible ? "true" : "false") << ", " << d.root << "},\n";
+  if (t.data.empty()) out << "  {\"\"sv, 0, false, 0},\n";  // no empty arrays in C++
   out << "};\n";
   out << "static ProgramTables " << id << "_program_tables() {\n  ProgramTables t;\n"
       << "  t.fields.assign(std::begin(" << id << "_fields), std::end(" << id << "_fields));\n"
       << "  t.structs.assign(std::begin(" << id << "_structs), std::end(" << id << "_structs));\n";
   if (!t.messages.empty())
     out << "  t.messages.assign(std::begin(" << id << "_messages), std::end(" << id << "_messages));\n";
+  if (!t.data.empty())
+    out << "  t.data.assign(std::begin(" << id << "_data), std::end(" << id << "_data));\n";
   for (int v = 0; v < 3; ++v) out << "  t.request_header[" << v << "] = " << t.request_header[v] << ";\n";
   for (int v = 0; v < 2; ++v) out << "  t.response_header[" << v << "] = " << t.response_header[v] << ";\n";
   out << "  t.origin = " << lit(t.origin) << ";\n  return t;\n}\n\n";

@@ -68,6 +68,7 @@ void json_string(TextBuffer& out, std::string_view s) {
 namespace {
 
 void value(TextBuffer& out, const ProgramSet& ps, const Frame& f, uint32_t i);
+void object(TextBuffer& out, const ProgramSet& ps, const Frame& f, uint32_t i);
 
 void object(TextBuffer& out, const ProgramSet& ps, const Frame& f, uint32_t i) {
   out += '{';
@@ -100,6 +101,20 @@ void object(TextBuffer& out, const ProgramSet& ps, const Frame& f, uint32_t i) {
   out += '}';
 }
 
+// A bytes field whose payload decoded, in place of its base64: a data
+// struct as its object ({"version":3,"topics":[...],...}), an enveloped
+// message as {"header":{...},"body":{...}}.
+void nested(TextBuffer& out, const ProgramSet& ps, const Frame& f, uint32_t i) {
+  Children c(f, i);
+  auto it = c.begin();
+  if (!(f.nodes[i].flags & kNestedMessage)) { object(out, ps, f, *it); return; }
+  out += "{\"header\":";
+  object(out, ps, f, *it);
+  out += ",\"body\":";
+  object(out, ps, f, *++it);
+  out += '}';
+}
+
 void value(TextBuffer& out, const ProgramSet& ps, const Frame& f, uint32_t i) {
   const Node& n = f.nodes[i];
   const FieldDesc& d = ps.field(n.desc);
@@ -128,6 +143,7 @@ void value(TextBuffer& out, const ProgramSet& ps, const Frame& f, uint32_t i) {
       return;
     case WireType::String: case WireType::VarString: json_string(out, n.str()); return;
     case WireType::Bytes: case WireType::VarBytes:
+      if ((n.flags & (kNested | kNestedFailed)) == kNested) { nested(out, ps, f, i); return; }
       out += '"';
       out.commit(wire::base64_to(out.room(wire::base64_size(n.bytes().size())), n.bytes()));
       out += '"';

@@ -149,7 +149,8 @@ void tree(TextBuffer& out, const ProgramSet& ps, const Frame& f, uint32_t i, int
   out += ": ";
   value_text(out, ps, n, api);
   out += '\n';
-  if (n.type == WireType::Records)
+  // Records, and payloads decoded inside a bytes field, below the field.
+  if (n.type == WireType::Records || (n.flags & kNested))
     for (uint32_t c : Children(f, i)) tree(out, ps, f, c, indent + 2, api);
 }
 
@@ -161,12 +162,13 @@ constexpr SummaryField kSummaryFields[] = {
 };
 
 // The first node from `first` on for which `match` is true, not looking
-// inside records fields (record data holds no message fields); null if none.
+// inside records fields (record data holds no message fields) or payloads
+// nested in bytes fields (theirs are another message's); null if none.
 template <class Match>
 const Node* find_message_node(const Frame& f, uint32_t first, Match&& match) {
   for (uint32_t i = first; i < f.nodes.size();) {
     const Node& n = f.nodes[i];
-    if (n.type == WireType::Records) { i = n.end; continue; }
+    if (n.type == WireType::Records || (n.flags & kNested)) { i = n.end; continue; }
     if (match(n)) return &n;
     ++i;
   }

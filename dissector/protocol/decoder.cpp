@@ -30,7 +30,7 @@ class Run {
   bool failed() const { return failed_; }
 
   bool fail(uint32_t at, std::string reason) {
-    if (!failed_) f_.fail(at, std::move(reason));
+    if (!failed_) f_.fail(at, prefix_ + std::move(reason));
     failed_ = true;
     return false;
   }
@@ -172,8 +172,140 @@ class Run {
     p_ += len;
     if (t == WireType::Records && len > 0)
       decode_records(f_, n, {data, static_cast<size_t>(len)}, static_cast<uint32_t>(data - base_), 0);
+    else if (nest_api_ >= 0)
+      nested(d, n, t, data, static_cast<size_t>(len));
     f_.close(n, pos());
     return true;
+  }
+
+  // Payloads inside payloads (see decoder.hpp): which bytes fields of the
+  // message being decoded carry what.
+  void nest(int16_t api, Direction dir, const ResponseHint* hint, int depth) {
+    constexpr int kMaxDepth = 2;  // an enveloped JoinGroup's metadata, no deeper
+    nest_api_ = -1;
+    if (depth < kMaxDepth)
+      for (const NestedPayload& p : nested_payloads())
+        if (p.api_key == api) nest_api_ = api;
+    nest_dir_ = dir;
+    hint_ = hint;
+    depth_ = depth;
+  }
+
+  void nested(const FieldDesc& d, uint32_t n, WireType t, const uint8_t* data, size_t len) {
+    if (t == WireType::String) {
+      // JoinGroup and SyncGroup name their protocol type before the payloads.
+      if (d.name == "ProtocolType") {
+        protocol_type_ = std::string_view(reinterpret_cast<const char*>(data), len);
+        has_protocol_type_ = true;
+      }
+      return;
+    }
+    if (t != WireType::Bytes) return;
+    for (const NestedPayload& p : nested_payloads()) {
+      if (p.api_key != nest_api_ || p.direction != nest_dir_ || p.field != d.name) continue;
+      if (p.consumer_protocol && !consumer_protocol()) return;
+      if (p.payload == "request") {
+        message_payload(d, n, data, len, Direction::Request, -1, -1);
+      } else if (p.payload == "response") {
+        if (hint_ && hint_->inner_api_key >= 0)
+          message_payload(d, n, data, len, Direction::Response, hint_->inner_api_key, hint_->inner_api_version);
+      } else {
+        data_payload(d, n, data, len, p.payload, p.consumer_protocol);
+      }
+      return;
+    }
+  }
+
+  // The message's own ProtocolType when it has one (not null), else its request's.
+  bool consumer_protocol() const {
+    if (has_protocol_type_) return protocol_type_ == "consumer";
+    return hint_ && hint_->consumer_protocol;
+  }
+
+  // A sub-run over the payload's bytes, offsets still from the start of the
+  // message. Its failure is the payload's: the outer run goes on.
+  Run sub_run(const uint8_t* data, size_t len, std::string prefix) {
+    Run sub(ps_, f_, base_, data + len, static_cast<size_t>(data - base_));
+    sub.prefix_ = prefix_ + std::move(prefix);
+    sub.depth_ = depth_ + 1;
+    return sub;
+  }
+
+  // A version-prefixed data struct (Kafka's MessageUtil.toVersionPrefixedBytes).
+  // `newest_for_unknown`: a newer version than the specs know is read as the
+  // newest known one (ConsumerProtocol does so), else it is an error.
+  void data_payload(const FieldDesc& d, uint32_t n, const uint8_t* data, size_t len, std::string_view spec,
+                    bool newest_for_unknown) {
+    f_.nodes[n].flags |= kNested;
+    const bool canonical = f_.canonical;  // the payload is re-encoded as it came
+    Run sub = sub_run(data, len, std::string(d.name) + " (" + std::string(spec) + "): ");
+    if (!sub.data_struct(n, spec, newest_for_unknown)) f_.nodes[n].flags |= kNestedFailed;
+    f_.canonical = canonical;
+  }
+
+  bool data_struct(uint32_t parent, std::string_view spec, bool newest_for_unknown) {
+    const uint32_t start = pos();
+    if (left() < 2) return fail(start, "needs a 2-byte version, " + std::to_string(left()) + " present");
+    const auto version = static_cast<int16_t>(load_be16(p_));
+    const DataProgram* dp = version >= 0 ? ps_.find_data(spec, version) : nullptr;
+    if (!dp && version >= 0 && newest_for_unknown)
+      for (const auto& x : ps_.data())
+        if (x.name == spec && x.version < version && (!dp || x.version > dp->version)) dp = &x;
+    if (!dp) return fail(start, "unknown version " + std::to_string(version));
+    const uint32_t s = f_.open(dp->root, WireType::Struct, parent, start);
+    const uint32_t v = f_.leaf(kDescNestedVersion, WireType::Int16, s, start, 2);
+    f_.nodes[v].v.i = version;
+    p_ += 2;
+    const bool ok = structure(static_cast<uint32_t>(ps_.field(dp->root).sub), s);
+    if (ok && left() > 0) {
+      // Kafka reads the fields it knows and ignores the rest.
+      const uint32_t t = f_.leaf(kDescNestedTrailing, WireType::Bytes, s, pos(), static_cast<uint32_t>(left()));
+      f_.nodes[t].v.p = p_;
+      f_.nodes[t].aux = static_cast<uint32_t>(left());
+      p_ = end_;
+    }
+    f_.close(s, pos());
+    return ok;
+  }
+
+  // A whole message without size prefix: header, then body. A request names
+  // its api and version in its header; a response takes them from `api`, `version`.
+  void message_payload(const FieldDesc& d, uint32_t n, const uint8_t* data, size_t len, Direction dir, int16_t api,
+                       int16_t version) {
+    f_.nodes[n].flags |= kNested | kNestedMessage;
+    const bool canonical = f_.canonical;
+    Run sub = sub_run(data, len, std::string(d.name) + ": ");
+    if (!sub.inner_message(n, dir, api, version)) f_.nodes[n].flags |= kNestedFailed;
+    f_.canonical = canonical;
+  }
+
+  bool inner_message(uint32_t parent, Direction dir, int16_t api, int16_t version) {
+    const uint32_t start = pos();
+    const bool request = dir == Direction::Request;
+    if (request) {
+      if (left() < 4) return fail(start, "request header needs 4 bytes, " + std::to_string(left()) + " present");
+      api = static_cast<int16_t>(load_be16(p_));
+      version = static_cast<int16_t>(load_be16(p_ + 2));
+    }
+    const MessageProgram* m = ps_.find(api, version, dir);
+    const bool flexible = m && m->flexible;
+    const uint32_t hd = request ? ps_.request_header(request_header_version(api, version, flexible))
+                                : ps_.response_header(response_header_version(api, flexible));
+    const uint32_t h = f_.open(hd, WireType::Struct, parent, start);
+    bool ok = structure(static_cast<uint32_t>(ps_.field(hd).sub), h);
+    f_.close(h, pos());
+    if (!ok) return false;
+    if (!m)
+      return fail(start, "no spec for api key " + std::to_string(api) + " v" + std::to_string(version) +
+                             (request ? " request" : " response"));
+    nest(api, dir, nullptr, depth_);  // the enveloped message's own payloads
+    const uint32_t b = f_.open(m->root, WireType::Struct, parent, pos());
+    ok = structure(static_cast<uint32_t>(ps_.field(m->root).sub), b);
+    f_.close(b, pos());
+    if (ok && left() > 0)
+      return fail(pos(), std::to_string(left()) + " bytes left after the end of " + std::string(m->spec_name) + " v" +
+                             std::to_string(version));
+    return ok;
   }
 
   bool array(const FieldDesc& d, uint32_t di, uint32_t parent, uint8_t flags) {
@@ -277,6 +409,14 @@ class Run {
   const uint8_t* p_;
   const uint8_t* end_;
   bool failed_ = false;
+  std::string prefix_;           // names the payload a nested run reads, for its errors
+  // Nested payloads: the api whose bytes fields may carry them (-1: none).
+  int16_t nest_api_ = -1;
+  Direction nest_dir_ = Direction::Request;
+  const ResponseHint* hint_ = nullptr;
+  int depth_ = 0;
+  std::string_view protocol_type_;
+  bool has_protocol_type_ = false;
 };
 
 // `cut`: the capture ended inside the message, so fewer bytes than the size
@@ -350,6 +490,7 @@ void FrameDecoder::decode_request(std::span<const uint8_t> msg, Frame& out, bool
   Run run(ps_, out, msg.data(), msg.data() + msg.size(), 4);
   decode_header(ps_, run, out, ps_.request_header(out.header_version));
   if (run.failed()) return;
+  if (nested_) run.nest(id.api_key, Direction::Request, nullptr, 0);
   if (!out.program) {
     auto known = ps_.versions(id.api_key, Direction::Request);
     if (known.empty())
@@ -364,7 +505,7 @@ void FrameDecoder::decode_request(std::span<const uint8_t> msg, Frame& out, bool
 }
 
 void FrameDecoder::decode_response(std::span<const uint8_t> msg, int16_t api_key, int16_t api_version,
-                                   Frame& out, bool cut) const {
+                                   Frame& out, bool cut, const ResponseHint& hint) const {
   out.clear();
   out.message = msg;
   out.direction = Direction::Response;
@@ -382,6 +523,7 @@ void FrameDecoder::decode_response(std::span<const uint8_t> msg, int16_t api_key
   Run run(ps_, out, msg.data(), msg.data() + msg.size(), 4);
   decode_header(ps_, run, out, ps_.response_header(out.header_version));
   if (run.failed()) return;
+  if (nested_) run.nest(api_key, Direction::Response, &hint, 0);
   if (!out.program) {
     out.fail(run.pos(), "no spec for " + std::to_string(api_key) + " v" + std::to_string(api_version) + " response");
     return;
@@ -394,6 +536,35 @@ void FrameDecoder::decode_response(std::span<const uint8_t> msg, int16_t api_key
       static_cast<int16_t>(load_be16(msg.data() + 8)) == 35) {
     decode_response(msg, api_key, 0, out);
   }
+}
+
+std::span<const NestedPayload> nested_payloads() {
+  static constexpr NestedPayload kPayloads[] = {
+    {11, Direction::Request, "Metadata", "Protocols[].Metadata", "ConsumerProtocolSubscription", true},
+    {11, Direction::Response, "Metadata", "Members[].Metadata", "ConsumerProtocolSubscription", true},
+    {14, Direction::Request, "Assignment", "Assignments[].Assignment", "ConsumerProtocolAssignment", true},
+    {14, Direction::Response, "Assignment", "Assignment", "ConsumerProtocolAssignment", true},
+    {58, Direction::Request, "RequestData", "RequestData", "request", false},
+    {58, Direction::Request, "RequestPrincipal", "RequestPrincipal", "DefaultPrincipalData", false},
+    {58, Direction::Response, "ResponseData", "ResponseData", "response", false},
+  };
+  return kPayloads;
+}
+
+ResponseHint response_hint(const ProgramSet& ps, const Frame& request) {
+  ResponseHint h;
+  if (request.direction != Direction::Request || !request.body) return h;
+  if (request.api_key == 11 || request.api_key == 14) {
+    const Node* type = find_field(request, ps, request.body, "ProtocolType");
+    h.consumer_protocol = type && !type->is_null() && type->str() == "consumer";
+  } else if (request.api_key == 58) {
+    const Node* data = find_field(request, ps, request.body, "RequestData");
+    if (data && !data->is_null() && data->aux >= 4) {
+      h.inner_api_key = static_cast<int16_t>(load_be16(data->v.p));
+      h.inner_api_version = static_cast<int16_t>(load_be16(data->v.p + 2));
+    }
+  }
+  return h;
 }
 
 }  // namespace kwire

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string_view>
 
 #include "dissector/protocol/frame.hpp"
 #include "dissector/protocol/program.hpp"
@@ -37,6 +38,50 @@ inline bool read_request_head(std::span<const uint8_t> b, RequestHead& h) {
 }
 
 
+// Payloads inside payloads. Some bytes fields carry serialized Kafka
+// structures, which the decoder decodes into child nodes of the bytes node
+// (Node flag kNested):
+//   Envelope (58) request RequestData: a whole request (header, body) a
+//     broker forwards to the controller; RequestPrincipal: DefaultPrincipalData.
+//   Envelope response ResponseData: the response to the enveloped request
+//     (header, body), read with the api key and version of that request.
+//   JoinGroup (11) Protocols[].Metadata, response Members[].Metadata:
+//     ConsumerProtocolSubscription; SyncGroup (14) Assignments[].Assignment,
+//     response Assignment: ConsumerProtocolAssignment. Only when the group's
+//     protocol type is "consumer": the message's own ProtocolType field, or
+//     for a response without one, its request's.
+// Data structs are version-prefixed (int16, then the struct at that
+// version): node layout bytes -> struct (desc: the data spec's root) ->
+// Version (kDescNestedVersion), the fields, and TrailingBytes
+// (kDescNestedTrailing) when bytes follow the struct. A consumer protocol
+// version newer than the specs know is read as the newest known one, the
+// rest ignored, as Kafka's ConsumerProtocol does.
+// A payload that does not decode adds an error to the frame (offset into the
+// outer message) and sets kNestedFailed on the bytes node; the outer message
+// goes on decoding. The bytes stay the field's value: the encoder writes them
+// as they came, whatever the nested nodes say.
+//
+// The bytes fields that carry payloads, and what each carries.
+struct NestedPayload {
+  int16_t api_key;
+  Direction direction;
+  std::string_view field;     // the bytes field's spec name
+  std::string_view path;      // where it is in the message, for people
+  std::string_view payload;   // a data spec, or "request" / "response": a whole message
+  bool consumer_protocol;     // only in groups of protocol type "consumer"; newer versions read as the newest known
+};
+std::span<const NestedPayload> nested_payloads();
+
+// What a response's decoding needs from its request beyond api key and
+// version: the layouts of nested payloads the request decides.
+struct ResponseHint {
+  bool consumer_protocol = false;  // JoinGroup/SyncGroup: the request's ProtocolType is "consumer"
+  int16_t inner_api_key = -1;      // Envelope: api key and version of the enveloped request
+  int16_t inner_api_version = -1;
+};
+// The hint for the response to `request` (a decoded request frame).
+ResponseHint response_hint(const ProgramSet& ps, const Frame& request);
+
 class FrameDecoder {
  public:
   explicit FrameDecoder(const ProgramSet& ps) : ps_(ps) {}
@@ -46,7 +91,10 @@ class FrameDecoder {
   // the frame says it was truncated.
   void decode_request(std::span<const uint8_t> message, Frame& out, bool cut = false) const;
   void decode_response(std::span<const uint8_t> message, int16_t api_key, int16_t api_version,
-                       Frame& out, bool cut = false) const;
+                       Frame& out, bool cut = false, const ResponseHint& hint = {}) const;
+  // Whether payloads inside bytes fields are decoded (on by default). Replay
+  // turns it off: it sends those bytes as recorded and edits no value in them.
+  void set_nested(bool on) { nested_ = on; }
   // Reads only what identifies a request: api key, version, correlation id.
   struct RequestId { int16_t api_key; int16_t api_version; int32_t correlation_id; };
   static bool peek_request(std::span<const uint8_t> message, RequestId& id);
@@ -55,6 +103,7 @@ class FrameDecoder {
 
  private:
   const ProgramSet& ps_;
+  bool nested_ = true;
 };
 
 }  // namespace kwire

@@ -24,6 +24,12 @@ enum NodeFlag : uint8_t {
   kElement = 1 << 1,   // an array element (desc is the array's; records use kDescRecord/kDescHeader)
   kInner = 1 << 2,     // offset is into a decompressed buffer, not the message
   kOverlay = 1 << 3,
+  // A bytes field that carries a serialized Kafka structure (see nested.hpp):
+  // its children are the decoded payload. The bytes stay the field's value
+  // (v.p, aux) and are what the encoder writes.
+  kNested = 1 << 4,
+  kNestedFailed = 1 << 5,   // ... whose decoding failed (Frame::errors says where and why)
+  kNestedMessage = 1 << 6,  // ... and the payload is a whole message: a header node, then a body node
 };
 
 // Node::aux of a nullable struct decoded from the wire: kMarkerRecorded | the

@@ -89,6 +89,8 @@ constexpr Builtin kBuiltins[] = {
   {kDescLegacyValue, "Value", "value", WireType::Bytes},
   {kDescLegacyInner, "InnerMessages", "innerMessages", WireType::Array},
   {kDescPartialBatch, "PartialBatch", "partialBatch", WireType::Bytes},
+  {kDescNestedVersion, "Version", "version", WireType::Int16},
+  {kDescNestedTrailing, "TrailingBytes", "_trailingBytes", WireType::Bytes},
 };
 static_assert(std::size(kBuiltins) == kBuiltinDescCount);
 
@@ -152,6 +154,14 @@ void ProgramSet::add(const ProgramTables& t, std::shared_ptr<const void> owner) 
     if (replaced.count({old.api_key, old.direction}) || names.count(old.spec_name)) it = index_.erase(it);
     else ++it;
   }
+  for (DataProgram d : t.data) {
+    d.root += fbase;
+    // A data spec of the same name and version replaces the earlier one.
+    auto same = std::find_if(data_.begin(), data_.end(),
+                             [&](const DataProgram& o) { return o.name == d.name && o.version == d.version; });
+    if (same != data_.end()) *same = d;
+    else data_.push_back(d);
+  }
   for (MessageProgram m : t.messages) {
     m.root += fbase;
     index_[index_key(m.api_key, m.version, m.direction)] = static_cast<uint32_t>(messages_.size());
@@ -162,6 +172,12 @@ void ProgramSet::add(const ProgramTables& t, std::shared_ptr<const void> owner) 
 const MessageProgram* ProgramSet::find(int16_t api, int16_t version, Direction d) const {
   auto it = index_.find(index_key(api, version, d));
   return it == index_.end() ? nullptr : &messages_[it->second];
+}
+
+const DataProgram* ProgramSet::find_data(std::string_view name, int version) const {
+  for (const auto& d : data_)
+    if (d.version == version && d.name == name) return &d;
+  return nullptr;
 }
 
 std::vector<const MessageProgram*> ProgramSet::versions(int16_t api, Direction d) const {

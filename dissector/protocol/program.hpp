@@ -96,12 +96,24 @@ struct MessageProgram {
   bool controller_only = false;
 };
 
+// A data spec (type "data" in Kafka's spec files: ConsumerProtocolSubscription,
+// ConsumerProtocolAssignment, DefaultPrincipalData, ...) at one version.
+// These are not messages on the wire of their own; they travel serialized
+// inside bytes fields of messages (see nested.hpp).
+struct DataProgram {
+  std::string_view name;        // "ConsumerProtocolSubscription"
+  int16_t version = 0;
+  bool flexible = false;
+  uint32_t root = 0;            // FieldDesc of the struct (type Struct, sub = its StructProgram)
+};
+
 // Flat tables, as emitted by the code generator (see codegen/) or built at
 // run time from overlay specs. Indices are into the owning ProgramSet.
 struct ProgramTables {
   std::vector<FieldDesc> fields;
   std::vector<StructProgram> structs;
   std::vector<MessageProgram> messages;
+  std::vector<DataProgram> data;
   uint32_t request_header[3] = {0, 0, 0};   // root FieldDesc per header version
   uint32_t response_header[2] = {0, 0};
   std::string_view origin;
@@ -123,6 +135,8 @@ enum BuiltinDesc : uint32_t {
   kDescLegacyMagic, kDescLegacyAttributes, kDescLegacyTimestamp,
   kDescLegacyKey, kDescLegacyValue, kDescLegacyInner,
   kDescPartialBatch,     // trailing bytes of a batch cut at a fetch limit
+  kDescNestedVersion,    // the int16 version prefix of a data struct inside a bytes field
+  kDescNestedTrailing,   // bytes after a nested data struct that its version does not describe
   kBuiltinDescCount,
 };
 
@@ -140,6 +154,9 @@ class ProgramSet {
 
   const MessageProgram* find(int16_t api_key, int16_t version, Direction d) const;
   const MessageProgram* find_api(std::string_view name_or_key) const;  // any version
+  // A data spec at one version (see DataProgram); null if unknown.
+  const DataProgram* find_data(std::string_view name, int version) const;
+  const std::vector<DataProgram>& data() const { return data_; }
   std::vector<const MessageProgram*> versions(int16_t api_key, Direction d) const;
 
   const FieldDesc& field(uint32_t i) const { return fields_[i]; }
@@ -153,6 +170,7 @@ class ProgramSet {
   std::vector<FieldDesc> fields_;
   std::vector<StructProgram> structs_;
   std::vector<MessageProgram> messages_;
+  std::vector<DataProgram> data_;
   std::unordered_map<uint32_t, uint32_t> index_;  // key(api, version, dir) -> message
   uint32_t request_header_[3] = {0, 0, 0};
   uint32_t response_header_[2] = {0, 0};

@@ -29,6 +29,7 @@ struct KafkaSessions::Pending {
   int32_t corr;
   int16_t api;
   int16_t version;
+  ResponseHint hint{};  // what the response's nested payloads need from the request
 };
 
 const KafkaSessions::Pending* KafkaSessions::find(const PendingList& list, int32_t corr) {
@@ -97,7 +98,9 @@ struct KafkaSessions::Conn {
 };
 
 KafkaSessions::KafkaSessions(const ProgramSet& ps, SessionOptions opts, FrameHandler& out)
-    : ps_(ps), decoder_(ps), opts_(std::move(opts)), out_(out) {}
+    : ps_(ps), decoder_(ps), opts_(std::move(opts)), out_(out) {
+  decoder_.set_nested(opts_.nested);
+}
 
 KafkaSessions::~KafkaSessions() = default;
 
@@ -222,7 +225,7 @@ void KafkaSessions::probe(Conn& c, int side, const PacketMeta& meta) {
     }
     PendingList& mine = c.candidates[side];
     if (mine.size() >= kMaxWaiting) mine.pop_front();
-    mine.push_back({probe_frame_.correlation_id, probe_frame_.api_key, probe_frame_.api_version});
+    mine.push_back({probe_frame_.correlation_id, probe_frame_.api_key, probe_frame_.api_version, response_hint(ps_, probe_frame_)});
     st.hunt.scan = at + 4 + static_cast<uint64_t>(size_at(st.buf, found));
     std::erase_if(st.hunt.waiting, [&](uint64_t w) { return w <= at; });
   }
@@ -490,7 +493,7 @@ void KafkaSessions::message(Conn& c, int dir, std::span<const uint8_t> msg, uint
         c.pending.pop_front();
         ++stats_.unanswered;
       }
-      c.pending.push_back({frame_.correlation_id, frame_.api_key, frame_.api_version});
+      c.pending.push_back({frame_.correlation_id, frame_.api_key, frame_.api_version, response_hint(ps_, frame_)});
     }
   }
   out_.on_frame(ctx, frame_);
@@ -502,7 +505,7 @@ void KafkaSessions::response(Conn& c, FrameContext& ctx, std::span<const uint8_t
   if (it != c.pending.end()) {
     const Pending p = *it;
     answered(c, it);
-    decoder_.decode_response(msg, p.api, p.version, frame_);
+    decoder_.decode_response(msg, p.api, p.version, frame_, false, p.hint);
     if (p.api == kSaslHandshake && p.version == 0 && frame_.ok()) {
       const Node* err = find_field(frame_, ps_, frame_.body, "ErrorCode");
       if (err && err->v.i == 0) c.state = ConnState::SaslTokens;
@@ -583,7 +586,7 @@ void KafkaSessions::truncated(Conn& c, int dir, const PacketMeta& meta, const st
   if (dir == kRequests) {
     decoder_.decode_request(s.buf, frame_, true);
   } else if (auto p = s.buf.size() >= 8 ? pending_of(c, size_at(s.buf, 4)) : c.pending.end(); p != c.pending.end()) {
-    decoder_.decode_response(s.buf, p->api, p->version, frame_, true);
+    decoder_.decode_response(s.buf, p->api, p->version, frame_, true, p->hint);
     answered(c, p);
   } else {
     ctx.unmatched = true;

@@ -40,6 +40,8 @@ struct SessionOptions {
   uint64_t probe_limit = 64u << 20;
   // Requests awaiting a response per connection; older ones count as unanswered.
   size_t max_pending = 4096;
+  // Decode payloads inside bytes fields (FrameDecoder::set_nested).
+  bool nested = true;
 };
 
 // What the consumer learns about each Kafka message besides the Frame.

@@ -79,7 +79,7 @@ def captures_test(label="plugin", **kw):
             cmp = Comparison()
             n = sum(compare_capture(ts, c, cmp, label) for c in caps)
             print(f"wireshark {label}: captures={len(caps)} messages={n} fields={cmp.fields} "
-                  f"mismatches={len(cmp.mismatches)}")
+                  f"nested-payloads-shown-as-bytes={cmp.nested_payloads} mismatches={len(cmp.mismatches)}")
             if cmp.mismatches:
                 raise Failure("\n".join(cmp.mismatches[:40]))
         finally:

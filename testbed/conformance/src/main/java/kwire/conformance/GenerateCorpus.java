@@ -33,7 +33,9 @@ import java.util.TreeSet;
  *
  *   {"seed": S, "base64": body bytes as Kafka wrote them (no size prefix, no header),
  *    "json": Kafka's JsonConverter rendering,
- *    "records": [{"path": JSON pointer of a records field, "batches": Kafka's reading}]}  (when any)
+ *    "records": [{"path": JSON pointer of a records field, "batches": Kafka's reading}],  (when any)
+ *    "nested": [{"path": JSON pointer of a bytes field, "json": Kafka's JSON of its payload}],  (see Nested)
+ *    "hint": what a response's payloads need from its request}  (see Nested)
  *
  * into DIR/NNN-Api-vV-request.jsonl and ...-response.jsonl; the request and
  * response headers go to DIR/request-header-vV.jsonl and
@@ -93,7 +95,7 @@ public final class GenerateCorpus {
                     ObjectNode line = null;
                     for (int attempt = 0; line == null; ++attempt) {
                         try {
-                            line = body(t, s + attempt * 0x100000000L, RandomMessage.shapeOf(i));
+                            line = body(t, s + attempt * 0x100000000L, RandomMessage.shapeOf(i), nestedAt(t, i));
                         } catch (Exception e) {
                             if (System.getenv("KWIRE_CONFORMANCE_DEBUG") != null)
                                 System.err.println(t.fileStem() + " #" + i + ": " + e);
@@ -170,6 +172,16 @@ public final class GenerateCorpus {
         return kept;
     }
 
+    /**
+     * Whether message `index` of `t` carries real nested payloads (see
+     * Nested): one in 32 of the apis that have them, from the third on, so
+     * the committed corpus (3 per version) has one of each and the full one
+     * a few hundred in all.
+     */
+    static boolean nestedAt(Kafka.Triple t, int index) {
+        return Nested.applies(t) && index % 32 == 2;
+    }
+
     static long mix(long seed, long api, long version, long dir, long index) {
         long h = seed;
         for (long x : new long[] {api, version, dir, index}) {
@@ -180,10 +192,12 @@ public final class GenerateCorpus {
     }
 
     /** One random body of `t`, through Kafka's classes, checked to read back to the same bytes and JSON. */
-    private static ObjectNode body(Kafka.Triple t, long seed, RandomMessage.Shape shape) throws Exception {
+    private static ObjectNode body(Kafka.Triple t, long seed, RandomMessage.Shape shape, boolean withNested) throws Exception {
         Message empty = t.newMessage();
         RandomMessage r = new RandomMessage(Spec.load(t.specName()), t.version, seed, shape);
-        Message m = Kafka.fromJson(empty.getClass(), r.json(), t.version);
+        ObjectNode random = r.json();
+        Nested.Result nested = withNested ? Nested.fill(t, random, seed, shape) : null;
+        Message m = Kafka.fromJson(empty.getClass(), random, t.version);
         r.addUnknownTags(m);
         byte[] bytes = Kafka.serialize(m, t.version);
         JsonNode json = Kafka.toJson(m, t.version);
@@ -193,6 +207,8 @@ public final class GenerateCorpus {
         line.put("base64", Base64.getEncoder().encodeToString(bytes));
         line.set("json", json);
         if (!r.records.isEmpty()) line.set("records", r.records);
+        if (nested != null && !nested.nested.isEmpty()) line.set("nested", nested.nested);
+        if (nested != null && nested.hint != null) line.set("hint", nested.hint);
         return line;
     }
 
