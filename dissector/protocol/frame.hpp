@@ -24,7 +24,7 @@ enum NodeFlag : uint8_t {
   kElement = 1 << 1,   // an array element (desc is the array's; records use kDescRecord/kDescHeader)
   kInner = 1 << 2,     // offset is into a decompressed buffer, not the message
   kOverlay = 1 << 3,
-  // A bytes field that carries a serialized Kafka structure (see nested.hpp):
+  // A bytes field that carries a serialized Kafka structure (see decoder.hpp):
   // its children are the decoded payload. The bytes stay the field's value
   // (v.p, aux) and are what the encoder writes.
   kNested = 1 << 4,
