@@ -2,8 +2,10 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include "cli/commands.hpp"
+#include "dissector/filter/filter.hpp"
 #include "dissector/protocol/session.hpp"
 #include "recorder/capture.hpp"
 #include "streams/streams_model.hpp"
@@ -23,6 +25,9 @@ const char* kStreamsHelp =
     "                     ports is recognised from its requests\n"
     "  -f FILTER          BPF capture filter applied while reading\n"
     "  -T text|json       report format (default text)\n"
+    "  -Y FILTER          the model sees only the messages a display filter selects (README\n"
+    "                     \"Display filters\"); request.PATH keeps exchanges whole, e.g.\n"
+    "                     -Y 'request.body.memberId == \"X\"' for one member's heartbeats\n"
     "  --html FILE        also write a self-contained HTML page (timeline and topology graph)\n"
     "  --dot FILE         also write the topology graph as Graphviz DOT\n"
     "  --overlay NAME     use a shipped spec overlay (see 'kwire specs')\n"
@@ -30,6 +35,30 @@ const char* kStreamsHelp =
     "  -h, --help         this help\n"
     "exit status: 0 reported; 1 the capture cannot be read or is damaged (the report covers\n"
     "everything before the damage), or an output file cannot be written; 2 bad usage\n";
+
+// Passes the messages a display filter selects on to the model (the selector
+// sees every message, for request.* conditions), and every connection end.
+class Selected : public FrameHandler {
+ public:
+  Selected(const filter::Filter& f, FrameHandler& next) : selector_(f), next_(next) {}
+  void on_frame(const FrameContext& ctx, const Frame& f) override {
+    if (selector_.select(ctx, f)) next_.on_frame(ctx, f);
+  }
+  void on_skip(const FrameContext& ctx, uint64_t length, const std::string& reason) override {
+    next_.on_skip(ctx, length, reason);
+  }
+  void on_capture_error(const PacketMeta& meta, const std::string& where, const std::string& reason) override {
+    next_.on_capture_error(meta, where, reason);
+  }
+  void on_connection_end(const TcpConnection& c) override {
+    selector_.connection_end(c.id);
+    next_.on_connection_end(c);
+  }
+
+ private:
+  filter::FilterSelector selector_;
+  FrameHandler& next_;
+};
 
 bool write_file(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
@@ -53,6 +82,7 @@ int streams_command(std::vector<std::string> args) {
   }
   std::string file, html, dot;
   bool json = false;
+  std::optional<filter::Filter> selection;
   SessionOptions session;
   CaptureOptions capture;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -73,6 +103,13 @@ int streams_command(std::vector<std::string> args) {
       if (*v == "json") json = true;
       else if (*v != "text") { std::cerr << "kwire streams: -T takes text or json, not " << *v << "\n"; return 2; }
     }
+    else if (a == "-Y") {
+      auto v = next("a display filter"); if (!v) return 2;
+      filter::CompileError err;
+      auto f = filter::Filter::compile(*v, ps, err);
+      if (!f) { std::cerr << "kwire streams: -Y: " << err.format() << "\n"; return 2; }
+      selection.emplace(std::move(*f));
+    }
     else if (a == "--html") { auto v = next("a file"); if (!v) return 2; html = *v; }
     else if (a == "--dot") { auto v = next("a file"); if (!v) return 2; dot = *v; }
     else { std::cerr << "kwire streams: unknown option " << a << "\n" << kStreamsHelp; return 2; }
@@ -80,7 +117,9 @@ int streams_command(std::vector<std::string> args) {
   if (file.empty()) { std::cerr << "kwire streams: -r FILE is required\n" << kStreamsHelp; return 2; }
 
   streams::StreamsModel model(ps);
-  KafkaSessions sessions(ps, session, model);
+  std::optional<Selected> selected;
+  if (selection) selected.emplace(*selection, model);
+  KafkaSessions sessions(ps, session, selected ? static_cast<FrameHandler&>(*selected) : model);
   CaptureStats cstats;
   const std::string where = file == "-" ? "standard input" : file;
   if (!read_capture_file(file, capture, sessions, cstats, error)) {

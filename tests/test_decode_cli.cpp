@@ -270,6 +270,7 @@ TEST(HelpCli, EveryCommandListsEveryOption) {
                   "--script", "--sasl-plain"}},
       {"specs", {"--versions", "-v"}},
       {"latency", {"-r", "-p", "-f", "-T", "--api", "-Y", "--top", "--guess"}},
+      {"streams", {"-r", "-p", "-f", "-T", "-Y", "--html", "--dot"}},
   };
   for (auto& [cmd, list] : options) {
     list.insert(list.end(), spec_and_help.begin(), spec_and_help.end());
@@ -284,7 +285,7 @@ TEST(HelpCli, EveryCommandListsEveryOption) {
     }
   }
   auto top = kwire_cmd("--help");
-  for (const char* cmd : {"decode", "record", "replay", "specs", "latency"}) EXPECT_NE(top.out.find(std::string("  ") + cmd + " "), std::string::npos) << cmd;
+  for (const char* cmd : {"decode", "record", "replay", "specs", "latency", "streams"}) EXPECT_NE(top.out.find(std::string("  ") + cmd + " "), std::string::npos) << cmd;
 }
 
 TEST(DemoCapture, RealBrokerTrafficDecodesCompletely) {

@@ -429,11 +429,46 @@ TEST(StreamsCaptures, DemoTopologyDot) {
   EXPECT_EQ(got_edges, edges);
 }
 
+// -Y: the model sees only the selected messages. One member's exchanges
+// (request.body.memberId keeps each response with its request) give that
+// member alone, with the epoch history the whole capture gives it.
+TEST(StreamsCli, DisplayFilterSelectsOneMember) {
+  auto all = kwire::test::kwire_cmd("streams -r " + capture("stateful.pcapng") + " -T json");
+  ASSERT_EQ(all.status, 0) << all.err;
+  const json whole = json::parse(all.out);
+  const auto& members = whole["groups"][0]["members"];
+  ASSERT_EQ(members.size(), 2u);
+  auto history = [](const json& m) {
+    std::vector<std::pair<int, uint64_t>> h;
+    for (const auto& e : m["epochs"]) h.emplace_back(e["epoch"].get<int>(), e["frame"].get<uint64_t>());
+    return h;
+  };
+  for (const auto& m : members) {
+    const std::string id = m["memberId"];
+    auto one = kwire::test::kwire_cmd("streams -r " + capture("stateful.pcapng") + " -T json -Y 'request.body.memberId == \"" +
+                                      id + "\"'");
+    ASSERT_EQ(one.status, 0) << one.err;
+    const json j = json::parse(one.out);
+    ASSERT_EQ(j["groups"].size(), 1u);
+    ASSERT_EQ(j["groups"][0]["members"].size(), 1u) << id;
+    const json& got = j["groups"][0]["members"][0];
+    EXPECT_EQ(got["memberId"], id);
+    EXPECT_EQ(got["heartbeats"], m["heartbeats"]) << id;
+    EXPECT_EQ(history(got), history(m)) << id;
+  }
+  auto none = kwire::test::kwire_cmd("streams -r " + capture("stateful.pcapng") + " -T json -Y 'request.body.groupId == \"nobody\"'");
+  ASSERT_EQ(none.status, 0);
+  EXPECT_TRUE(json::parse(none.out)["groups"].empty());
+  auto bad = kwire::test::kwire_cmd("streams -r " + capture("stateful.pcapng") + " -Y 'body.memberEpoch =='");
+  EXPECT_EQ(WEXITSTATUS(bad.status), 2);
+  EXPECT_NE(bad.err.find("column"), std::string::npos) << bad.err;
+}
+
 TEST(StreamsCli, HelpListsEveryOption) {
   auto r = kwire::test::kwire_cmd("streams --help");
   ASSERT_EQ(r.status, 0);
-  for (const char* opt : {"-r FILE", "-p PORTS", "-f FILTER", "-T text|json", "--html FILE", "--dot FILE", "--overlay NAME",
-                          "--spec-dir DIR"})
+  for (const char* opt : {"-r FILE", "-p PORTS", "-f FILTER", "-T text|json", "-Y FILTER", "--html FILE", "--dot FILE",
+                          "--overlay NAME", "--spec-dir DIR"})
     EXPECT_NE(r.out.find(opt), std::string::npos) << opt;
   auto top = kwire::test::kwire_cmd("--help");
   EXPECT_NE(top.out.find("streams -r FILE"), std::string::npos);
