@@ -20,17 +20,6 @@ using namespace kwire::test;
 
 namespace {
 
-std::string sh(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return out;
-  char buf[65536];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  pclose(p);
-  return out;
-}
-
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> v;
   std::stringstream in(s);
@@ -55,11 +44,11 @@ int64_t epoch_micros(const std::string& t) {
 }
 
 std::vector<Exchange> tshark_exchanges(const std::string& cap) {
-  const std::string port = sh("tshark -r " + cap + " -Y 'tcp.flags.syn==1 && tcp.flags.ack==0' -T fields -e tcp.dstport -c 1 2>/dev/null");
+  const std::string port = shell_output("tshark -r " + cap + " -Y 'tcp.flags.syn==1 && tcp.flags.ack==0' -T fields -e tcp.dstport -c 1");
   EXPECT_FALSE(port.empty());
-  const std::string rows = sh("tshark -r " + cap + " -d tcp.port==" + port.substr(0, port.find('\n')) +
+  const std::string rows = shell_output("tshark -r " + cap + " -d tcp.port==" + port.substr(0, port.find('\n')) +
                               ",kafka -Y kafka -T fields -E separator=/t -e frame.number -e frame.time_epoch -e tcp.stream"
-                              " -e kafka.correlation_id -e kafka.request_key -e kafka.request.version 2>/dev/null");
+                              " -e kafka.correlation_id -e kafka.request_key -e kafka.request.version");
   struct Req { int64_t micros; uint64_t frame; int api, version; };
   std::map<std::pair<int, int>, Req> pending;
   std::vector<Exchange> out;

@@ -16,17 +16,7 @@ namespace {
 
 using test::kwire_cmd;
 using test::lines;
-
-std::string sh(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen((cmd + " 2>/dev/null").c_str(), "r");
-  if (!p) return out;
-  char buf[65536];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  pclose(p);
-  return out;
-}
+using test::shell_output;
 
 // The JSON lines of `kwire decode` without the per-line packet times, which
 // the pcapng writer keeps at nanoseconds and pcap readers may round.
@@ -57,9 +47,9 @@ TEST_F(RecordCli, RewritingEveryRealCaptureKeepsEveryPacketAndMessage) {
     ASSERT_EQ(r.status, 0) << name << ": " << r.err;
     // tshark reads the same packets, byte for byte, with the same times.
     const std::string fields = " -T fields -e frame.time_epoch -e frame.len -e tcp.stream -e tcp.seq_raw -e data.len";
-    EXPECT_EQ(sh("tshark -r " + out + fields), sh("tshark -r " + in + fields)) << name;
+    EXPECT_EQ(shell_output("tshark -r " + out + fields), shell_output("tshark -r " + in + fields)) << name;
     EXPECT_EQ(decoded(out), decoded(in)) << name;
-    EXPECT_NE(sh("capinfos " + out).find("kwire " + std::string("0.1.0")), std::string::npos) << name;
+    EXPECT_NE(shell_output("capinfos " + out).find("kwire " + std::string("0.1.0")), std::string::npos) << name;
   }
 }
 
@@ -94,9 +84,9 @@ TEST_F(RecordCli, AutoKeepsExactlyTheKafkaConnectionsWhateverTheirPorts) {
   EXPECT_NE(r.err.find("kafka_connections=3 evicted=0"), std::string::npos) << r.err;
   // Every packet of the Kafka connections, and nothing else, by tshark's count.
   const std::string kafka = "tcp.port == 19092 || tcp.port == 29093 || tcp.port == 39094";
-  const std::string want = sh("tshark -r " + in + " -Y '" + kafka + "' -T fields -e frame.len -e tcp.seq_raw");
+  const std::string want = shell_output("tshark -r " + in + " -Y '" + kafka + "' -T fields -e frame.len -e tcp.seq_raw");
   EXPECT_FALSE(want.empty());
-  EXPECT_EQ(sh("tshark -r " + out + " -T fields -e frame.len -e tcp.seq_raw"), want);
+  EXPECT_EQ(shell_output("tshark -r " + out + " -T fields -e frame.len -e tcp.seq_raw"), want);
   auto stats = kwire_cmd("decode -r " + out + " --stats -c 0");
   EXPECT_EQ(stats.out.rfind("stats: frames=6 requests=3 responses=3 unmatched=0 malformed=0", 0), 0u) << stats.out;
 }
@@ -110,13 +100,13 @@ TEST_F(RecordCli, AnnotateCommentsThePacketThatCompletesEachMessage) {
   // on the packet tshark numbers the same way as in the original.
   auto summary = lines(kwire_cmd("decode -r " + in).out);
   EXPECT_EQ(summary.size(), 206u);
-  const std::string all = sh("tshark -r " + out + " -Y frame.comment -T fields -e frame.comment");
+  const std::string all = shell_output("tshark -r " + out + " -Y frame.comment -T fields -e frame.comment");
   for (const auto& line : summary) {
     const std::string text = line.substr(line.find(' ', line.find("\u2192") + 4) + 1);
     EXPECT_NE(all.find(text), std::string::npos) << text;
   }
-  EXPECT_NE(sh("tshark -r " + out + " -Y 'frame.number == 42' -T fields -e frame.comment"),
-            sh("tshark -r " + out + " -Y 'frame.number == 41' -T fields -e frame.comment"));
+  EXPECT_NE(shell_output("tshark -r " + out + " -Y 'frame.number == 42' -T fields -e frame.comment"),
+            shell_output("tshark -r " + out + " -Y 'frame.number == 41' -T fields -e frame.comment"));
 }
 
 TEST_F(RecordCli, ADamagedInputKeepsEverythingBeforeTheDamageAndSaysSo) {
@@ -124,7 +114,7 @@ TEST_F(RecordCli, ADamagedInputKeepsEverythingBeforeTheDamageAndSaysSo) {
   std::filesystem::copy_file(std::string(KWIRE_SOURCE_DIR) + "/captures/demo.pcapng", in);
   std::filesystem::resize_file(in, std::filesystem::file_size(in) / 2);
   // tshark reads the whole packets before the cut and complains about the rest.
-  const size_t whole = lines(sh("tshark -r " + in + " -T fields -e frame.number")).size();
+  const size_t whole = lines(shell_output("tshark -r " + in + " -T fields -e frame.number")).size();
   ASSERT_GT(whole, 100u);
   const std::string out = path("from-cut.pcapng");
   auto r = kwire_cmd("record -r " + in + " -w " + out + " -f tcp");
@@ -132,7 +122,7 @@ TEST_F(RecordCli, ADamagedInputKeepsEverythingBeforeTheDamageAndSaysSo) {
   EXPECT_NE(r.err.find("packet " + std::to_string(whole + 1) + ": "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(" written=" + std::to_string(whole) + " "), std::string::npos) << r.err;
   // Every one of them is in a file that capinfos reads without complaint.
-  auto info = sh("capinfos -c -M " + out + "; echo status=$?");
+  auto info = shell_output("capinfos -c -M " + out + "; echo status=$?");
   EXPECT_NE(info.find("Number of packets:   " + std::to_string(whole) + "\n"), std::string::npos) << info;
   EXPECT_NE(info.find("status=0"), std::string::npos) << info;
 }
@@ -196,16 +186,16 @@ TEST_F(RecordCli, RedactSaslOverwritesEverySecretAndTheFileStillDecodes) {
   ASSERT_EQ(r.status, 0) << r.err;
   // tshark: the same packets with the same lengths, in the same order per connection.
   const std::string fields = " -T fields -e tcp.stream -e tcp.seq_raw -e frame.len";
-  EXPECT_EQ(sh("tshark -r " + out + fields + " 2>/dev/null | sort -s -n -k1,1"),
-            sh("tshark -r " + in + fields + " 2>/dev/null | sort -s -n -k1,1"));
+  EXPECT_EQ(shell_output("tshark -r " + out + fields + " 2>/dev/null | sort -s -n -k1,1"),
+            shell_output("tshark -r " + in + fields + " 2>/dev/null | sort -s -n -k1,1"));
   // None of the secrets is left in the file; the rest of the bytes are.
-  auto file = sh("cat " + out);
+  auto file = shell_output("cat " + out);
   for (const std::string& s : {secret_plain.substr(1), server_final, raw_token.substr(1), std::string("s3cr3t")})
     EXPECT_EQ(file.find(s), std::string::npos) << s;
   EXPECT_NE(file.find("PLAIN"), std::string::npos);
   // Zero bytes of the same length: tshark's reassembled payloads say so.
   const std::string zeros_hex(2 * secret_plain.size(), '0');
-  EXPECT_NE(sh("tshark -r " + out + " -q -z follow,tcp,raw,0 | grep -v '^[=A-Z]' | tr -d ' \\t\\n'").find(zeros_hex),
+  EXPECT_NE(shell_output("tshark -r " + out + " -q -z follow,tcp,raw,0 | grep -v '^[=A-Z]' | tr -d ' \\t\\n'").find(zeros_hex),
             std::string::npos);
   // kwire decodes the redacted file exactly as the original.
   EXPECT_EQ(decoded(out), decoded(in));

@@ -35,6 +35,17 @@ const Node* at(const Frame& f, const ProgramSet& ps, const std::string& path) {
   return &f.nodes[cur];
 }
 
+std::string shell_output(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen((cmd + " 2>/dev/null").c_str(), "r");
+  if (!p) return out;
+  char buf[65536];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
 CommandResult kwire_cmd(const std::string& args) {
   auto err_path = std::filesystem::temp_directory_path() / ("kwire-err-" + std::to_string(::getpid()));
   std::string cmd = std::string(KWIRE_BINARY) + " " + args + " 2>" + err_path.string();

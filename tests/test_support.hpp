@@ -33,6 +33,8 @@ struct CommandResult {
   int status = -1;  // as from pclose
 };
 CommandResult kwire_cmd(const std::string& args);
+// The standard output of a shell command (tshark, capinfos), stderr dropped.
+std::string shell_output(const std::string& cmd);
 // The lines of `s`, without their newlines.
 std::vector<std::string> lines(const std::string& s);
 

@@ -178,17 +178,21 @@ void LatencyTracker::write(TextBuffer& out, bool json) const {
         if (h.count()) append_ms(out, v); else out += "null";
       }
     };
+    auto api = [&](int16_t key, int16_t version) {
+      out += "\"apiKey\":";
+      append_int(out, key);
+      out += ",\"apiName\":";
+      json_string(out, api_name(key));
+      out += ",\"apiVersion\":";
+      append_int(out, version);
+    };
     out += "{\"latency\":{\"apis\":[";
     bool first = true;
     for (const auto& [k, s] : rows) {
       if (!first) out += ',';
       first = false;
-      out += "{\"apiKey\":";
-      append_int(out, k.first);
-      out += ",\"apiName\":";
-      json_string(out, api_name(k.first));
-      out += ",\"apiVersion\":";
-      append_int(out, k.second);
+      out += '{';
+      api(k.first, k.second);
       out += ',';
       stats(s->h);
       out += ",\"unanswered\":";
@@ -206,12 +210,8 @@ void LatencyTracker::write(TextBuffer& out, bool json) const {
       append_int(out, static_cast<int64_t>(s.response_frame));
       out += ",\"latencyMs\":";
       append_ms(out, s.micros);
-      out += ",\"apiKey\":";
-      append_int(out, s.api_key);
-      out += ",\"apiName\":";
-      json_string(out, api_name(s.api_key));
-      out += ",\"apiVersion\":";
-      append_int(out, s.api_version);
+      out += ',';
+      api(s.api_key, s.api_version);
       out += ",\"correlationId\":";
       append_int(out, s.correlation_id);
       out += ",\"connection\":";
