@@ -172,6 +172,24 @@ void nstr(Msg& m, bool flexible, bool null, std::string_view v) {
   else m.i16(-1);
 }
 
+// Topics x partitions as these messages nest them: each topic by name (or by
+// TopicId), then its partitions, each written by `partition(t, p)`, with the
+// tagged-field sections of flexible versions.
+template <class F>
+void topic_partitions(Msg& m, bool flex, bool by_id, int topics, int partitions, F partition) {
+  m.arr(flex, topics);
+  for (int t = 0; t < topics; ++t) {
+    if (by_id) m.uuid(mix(t), mix(t + 0x10000));
+    else m.s(flex, topic_name(t));
+    m.arr(flex, partitions);
+    for (int p = 0; p < partitions; ++p) {
+      partition(t, p);
+      tags_if(m, flex);
+    }
+    tags_if(m, flex);
+  }
+}
+
 WireMessage metadata_request(int32_t corr, int version, int topics) {
   const bool flex = version >= 9;
   Msg m = request_header_for(kMetadata, version, flex, corr, "producer-orders-1");
@@ -260,19 +278,11 @@ WireMessage offset_commit_request(int32_t corr, int version, int consumer, int g
   m.s(flex, "orders-consumers").i32(generation).s(flex, "consumer-" + std::to_string(consumer) + "-6f1c2a");
   if (version >= 7) nstr(m, flex, true, {});  // GroupInstanceId
   if (version <= 4) m.i64(-1);                // RetentionTimeMs
-  m.arr(flex, topics);
-  for (int t = 0; t < topics; ++t) {
-    if (version >= 10) m.uuid(mix(t), mix(t + 0x10000));
-    else m.s(flex, topic_name(t));
-    m.arr(flex, partitions);
-    for (int p = 0; p < partitions; ++p) {
-      m.i32(p).i64(offset + static_cast<int64_t>(mix(t * 131 + p) % 5000));
-      if (version >= 6) m.i32(static_cast<int>(mix(t * 1000 + p) % 40));  // CommittedLeaderEpoch
-      nstr(m, flex, p % 4 != 0, "");                                       // CommittedMetadata
-      tags_if(m, flex);
-    }
-    tags_if(m, flex);
-  }
+  topic_partitions(m, flex, version >= 10, topics, partitions, [&](int t, int p) {
+    m.i32(p).i64(offset + static_cast<int64_t>(mix(t * 131 + p) % 5000));
+    if (version >= 6) m.i32(static_cast<int>(mix(t * 1000 + p) % 40));  // CommittedLeaderEpoch
+    nstr(m, flex, p % 4 != 0, "");                                       // CommittedMetadata
+  });
   tags_if(m, flex);
   return finish(m, true, kOffsetCommit, version);
 }
@@ -281,17 +291,7 @@ WireMessage offset_commit_response(int32_t corr, int version, int topics, int pa
   const bool flex = version >= 8;
   Msg m = response_header_for(flex, corr);
   if (version >= 3) m.i32(0);
-  m.arr(flex, topics);
-  for (int t = 0; t < topics; ++t) {
-    if (version >= 10) m.uuid(mix(t), mix(t + 0x10000));
-    else m.s(flex, topic_name(t));
-    m.arr(flex, partitions);
-    for (int p = 0; p < partitions; ++p) {
-      m.i32(p).i16(0);
-      tags_if(m, flex);
-    }
-    tags_if(m, flex);
-  }
+  topic_partitions(m, flex, version >= 10, topics, partitions, [&](int, int p) { m.i32(p).i16(0); });
   tags_if(m, flex);
   return finish(m, false, kOffsetCommit, version);
 }
@@ -301,18 +301,11 @@ WireMessage list_offsets_request(int32_t corr, int version, int consumer, int to
   Msg m = request_header_for(kListOffsets, version, flex, corr, "consumer-orders-" + std::to_string(consumer));
   m.i32(-1);                       // ReplicaId
   if (version >= 2) m.i8(1);       // IsolationLevel: read_committed
-  m.arr(flex, topics);
-  for (int t = 0; t < topics; ++t) {
-    m.s(flex, topic_name(t));
-    m.arr(flex, partitions);
-    for (int p = 0; p < partitions; ++p) {
-      m.i32(p);
-      if (version >= 4) m.i32(static_cast<int>(mix(t * 1000 + p) % 40));  // CurrentLeaderEpoch
-      m.i64(p % 2 ? -1 : -2);                                              // LATEST / EARLIEST
-      tags_if(m, flex);
-    }
-    tags_if(m, flex);
-  }
+  topic_partitions(m, flex, false, topics, partitions, [&](int t, int p) {
+    m.i32(p);
+    if (version >= 4) m.i32(static_cast<int>(mix(t * 1000 + p) % 40));  // CurrentLeaderEpoch
+    m.i64(p % 2 ? -1 : -2);                                              // LATEST / EARLIEST
+  });
   if (version >= 10) m.i32(30000);  // TimeoutMs
   tags_if(m, flex);
   return finish(m, true, kListOffsets, version);
@@ -322,17 +315,10 @@ WireMessage list_offsets_response(int32_t corr, int version, int topics, int par
   const bool flex = version >= 6;
   Msg m = response_header_for(flex, corr);
   if (version >= 2) m.i32(0);
-  m.arr(flex, topics);
-  for (int t = 0; t < topics; ++t) {
-    m.s(flex, topic_name(t));
-    m.arr(flex, partitions);
-    for (int p = 0; p < partitions; ++p) {
-      m.i32(p).i16(0).i64(-1).i64(static_cast<int64_t>(mix(t * 131 + p) % 10'000'000));
-      if (version >= 4) m.i32(static_cast<int>(mix(t * 1000 + p) % 40));
-      tags_if(m, flex);
-    }
-    tags_if(m, flex);
-  }
+  topic_partitions(m, flex, false, topics, partitions, [&](int t, int p) {
+    m.i32(p).i16(0).i64(-1).i64(static_cast<int64_t>(mix(t * 131 + p) % 10'000'000));
+    if (version >= 4) m.i32(static_cast<int>(mix(t * 1000 + p) % 40));  // LeaderEpoch
+  });
   tags_if(m, flex);
   return finish(m, false, kListOffsets, version);
 }

@@ -43,11 +43,6 @@ int latency_command(std::vector<std::string> args) {
   out.latency = true;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    auto next = [&](const char* what) -> const std::string* {
-      if (i + 1 >= args.size()) return nullptr;
-      (void)what;
-      return &args[++i];
-    };
     if (a == "-h" || a == "--help") {
       std::cout << kLatencyHelp << kSpecOptionsHelp << kHelpOptionHelp
                 << "exit status: 0 done; 1 the capture file cannot be read, or is damaged (what came before\n"
@@ -60,8 +55,8 @@ int latency_command(std::vector<std::string> args) {
       continue;
     }
     if (a == "-r" || a == "-p" || a == "-f" || a == "--top") {
-      const std::string* v = next("a value");
-      if (!v) return fail(a + " needs a value");
+      if (i + 1 >= args.size()) return fail(a + " needs a value");
+      const std::string* v = &args[++i];
       if (a == "-r") file = *v;
       else if (a == "-p") { if (!parse_ports(*v, session.ports, error)) return fail(error); }
       else if (a == "-f") capture.bpf_filter = *v;
