@@ -14,9 +14,9 @@ namespace {
 
 // Appends the value of a leaf node ("3", "\"app\"", "NONE(0)").
 void value_text(TextBuffer& out, const ProgramSet& ps, const Node& n, std::string_view api) {
-  const FieldDesc& d = ps.field(n.desc);
+  const FieldOp& o = ps.op(n.desc);
   if (n.is_null()) { out += "null"; return; }
-  if (d.flags & kSensitive) {
+  if (o.flags & kSensitive) {
     out += "<redacted ";
     append_int(out, n.aux);
     out += " bytes>";
@@ -44,7 +44,8 @@ void value_text(TextBuffer& out, const ProgramSet& ps, const Node& n, std::strin
     out += b;
     return;
   }
-  auto name = d.type == WireType::Array ? std::string_view{} : code_name(api, d, n.v.i);
+  if (!(o.marks & kMarkCodeNames) || o.type == WireType::Array) { append_int(out, n.v.i); return; }
+  auto name = code_name(api, ps.field(n.desc), n.v.i);
   if (name.empty()) { append_int(out, n.v.i); return; }
   out += name;
   out += '(';
@@ -52,8 +53,17 @@ void value_text(TextBuffer& out, const ProgramSet& ps, const Node& n, std::strin
   out += ')';
 }
 
-bool primitive_array(const Node& n, const FieldDesc& d) {
-  return n.type == WireType::Array && d.elem != WireType::Struct && n.desc >= kBuiltinDescCount;
+bool primitive_array(const Node& n, const FieldOp& o) {
+  return n.type == WireType::Array && o.elem != WireType::Struct && n.desc >= kBuiltinDescCount;
+}
+
+// `n` spaces.
+void indent_to(TextBuffer& out, int indent) {
+  static constexpr char kSpaces[] = "                                                                ";
+  static_assert(sizeof kSpaces - 1 >= TextBuffer::kPadded);
+  const auto n = static_cast<size_t>(std::max(indent, 0));
+  if (n <= TextBuffer::kPadded) out.append_padded({kSpaces, n});
+  else out.append(n, ' ');
 }
 
 // A record on one line: records are payload, often thousands per message,
@@ -91,8 +101,7 @@ void record_line(TextBuffer& out, const ProgramSet& ps, const Frame& f, uint32_t
 
 void tree(TextBuffer& out, const ProgramSet& ps, const Frame& f, uint32_t i, int indent, std::string_view api) {
   const Node& n = f.nodes[i];
-  const FieldDesc& d = ps.field(n.desc);
-  out.append(static_cast<size_t>(indent), ' ');
+  indent_to(out, indent);
   if (n.desc == kDescUnknownTag) {
     out += "UnknownTaggedField[tag ";
     append_int(out, n.tag);
@@ -101,10 +110,10 @@ void tree(TextBuffer& out, const ProgramSet& ps, const Frame& f, uint32_t i, int
     out += " bytes\n";
     return;
   }
-  if (!(n.flags & kElement)) out += d.name;
+  if (!(n.flags & kElement)) out.append_padded(ps.padded_name(n.desc));
   if (n.type == WireType::Array) {
     if (n.is_null()) { out += ": null\n"; return; }
-    if (primitive_array(n, d)) {
+    if (primitive_array(n, ps.op(n.desc))) {
       out += ": [";
       bool first = true;
       for (uint32_t c : Children(f, i)) {
@@ -122,14 +131,14 @@ void tree(TextBuffer& out, const ProgramSet& ps, const Frame& f, uint32_t i, int
     for (uint32_t c : Children(f, i)) {
       const Node& e = f.nodes[c];
       if (e.desc == kDescRecord) {
-        out.append(static_cast<size_t>(indent) + 2, ' ');
+        indent_to(out, indent + 2);
         out += '[';
         append_int(out, k++);
         out += ']';
         record_line(out, ps, f, c);
         out += '\n';
       } else if (e.type == WireType::Struct && (e.flags & kElement)) {
-        out.append(static_cast<size_t>(indent) + 2, ' ');
+        indent_to(out, indent + 2);
         out += '[';
         append_int(out, k++);
         out += "]\n";
@@ -175,19 +184,12 @@ const Node* find_message_node(const Frame& f, uint32_t first, Match&& match) {
   return nullptr;
 }
 
-// First non-zero error code anywhere below the top level.
-const Node* nested_error(const ProgramSet& ps, const Frame& f) {
-  return find_message_node(f, f.body + 1, [&](const Node& n) {
-    return n.parent != f.body && n.v.i != 0 && !(n.flags & kElement) && is_error_code_field(ps.field(n.desc));
-  });
-}
-
 }  // namespace
 
 bool has_error_code(const ProgramSet& ps, const Frame& f) {
   if (!f.program) return false;
   return find_message_node(f, f.body, [&](const Node& n) {
-    return n.type == WireType::Int16 && n.v.i != 0 && is_error_code_field(ps.field(n.desc));
+    return n.type == WireType::Int16 && n.v.i != 0 && (ps.op(n.desc).flags & kErrorCode);
   }) != nullptr;
 }
 
@@ -220,23 +222,39 @@ void append_summary(TextBuffer& o, const ProgramSet& ps, const Frame& f, const F
   append_int(o, f.correlation_id);
   if (ctx && ctx->unmatched && !f.guessed) o += " (unmatched: request not captured)";
   if (f.program && f.body && f.body < f.nodes.size()) {
-    if (!find_field(f, ps, f.body, "GroupId")) {
-      // Batched group APIs (describe, delete): the group ids anywhere in the body.
-      std::string_view first;
-      size_t groups = 0;
-      find_message_node(f, f.body + 1, [&](const Node& n) {
-        if (n.type == WireType::String && !n.is_null() && ps.field(n.desc).entity == "groupId" && groups++ == 0)
-          first = n.str();
-        return false;  // all of them
-      });
-      if (groups) {
-        o += " group=";
-        o += first;
-        if (groups > 1) { o += "(+"; append_int(o, static_cast<int64_t>(groups - 1)); o += ')'; }
-      }
+    // The summary fields at the top level of the body, in one pass.
+    constexpr size_t kFields = std::size(kSummaryFields);
+    const Node* top[kFields] = {};
+    for (uint32_t c : Children(f, f.body)) {
+      const std::string_view name = ps.field(f.nodes[c].desc).name;
+      for (size_t k = 0; k < kFields; ++k)
+        if (!top[k] && name == kSummaryFields[k].field) top[k] = &f.nodes[c];
     }
-    for (const auto& sf : kSummaryFields) {
-      const Node* n = find_field(f, ps, f.body, sf.field);
+    // Then, in one pass over the rest of the message: for batched group
+    // APIs (describe, delete) without a top-level GroupId, the group ids
+    // anywhere in the body; and the first non-zero error code below the
+    // top level.
+    static_assert(kSummaryFields[0].field == "GroupId");
+    const bool want_groups = !top[0];
+    std::string_view first_group;
+    size_t groups = 0;
+    const Node* nested_error = nullptr;
+    find_message_node(f, f.body + 1, [&](const Node& n) {
+      const FieldOp& op = ps.op(n.desc);
+      if (want_groups && n.type == WireType::String && !n.is_null() && (op.marks & kMarkGroupId) && groups++ == 0)
+        first_group = n.str();
+      if (!nested_error && n.parent != f.body && n.v.i != 0 && !(n.flags & kElement) && (op.flags & kErrorCode))
+        nested_error = &n;
+      return false;  // all of them
+    });
+    if (groups) {
+      o += " group=";
+      o += first_group;
+      if (groups > 1) { o += "(+"; append_int(o, static_cast<int64_t>(groups - 1)); o += ')'; }
+    }
+    for (size_t k = 0; k < kFields; ++k) {
+      const SummaryField& sf = kSummaryFields[k];
+      const Node* n = top[k];
       if (!n || n->is_null()) continue;
       o += ' ';
       o += sf.label;
@@ -245,7 +263,7 @@ void append_summary(TextBuffer& o, const ProgramSet& ps, const Frame& f, const F
       else if (sf.field == "ErrorCode" && !error_name(n->v.i).empty()) o += error_name(n->v.i);
       else append_int(o, n->v.i);
     }
-    if (const Node* e = nested_error(ps, f)) {
+    if (const Node* e = nested_error) {
       o += ' ';
       o += node_path(f, ps, static_cast<uint32_t>(e - f.nodes.data()));
       o += '=';
@@ -266,13 +284,13 @@ void append_summary(TextBuffer& o, const ProgramSet& ps, const Frame& f, const F
 void write_tree(TextBuffer& out, const ProgramSet& ps, const Frame& f, int indent) {
   if (f.nodes.empty()) return;
   std::string_view api = f.program ? f.program->api_name : std::string_view{};
-  out.append(static_cast<size_t>(indent), ' ');
+  indent_to(out, indent);
   out += "Header (v";
   append_int(out, f.header_version);
   out += ")\n";
   for (uint32_t c : Children(f, 0)) tree(out, ps, f, c, indent + 2, api);
   if (f.body) {
-    out.append(static_cast<size_t>(indent), ' ');
+    indent_to(out, indent);
     out += f.program->spec_name;
     out += " v";
     append_int(out, f.api_version);

@@ -47,6 +47,16 @@ class TextBuffer {
     std::memset(p, c, n);
     cur_ = p + n;
   }
+  // A short string whose storage is readable for kPadded bytes from its
+  // start whatever its length (such as ProgramSet::json_key): one fixed-size
+  // copy instead of a call to memcpy.
+  static constexpr size_t kPadded = 32;
+  void append_padded(std::string_view s) {
+    if (s.size() > kPadded) [[unlikely]] return append(s.data(), s.size());
+    char* p = room(kPadded);
+    std::memcpy(p, s.data(), kPadded);
+    cur_ = p + s.size();
+  }
   TextBuffer& operator+=(std::string_view s) { append(s.data(), s.size()); return *this; }
   // Literals: the length folds to a constant once inlined.
   TextBuffer& operator+=(const char* s) { append(s, std::strlen(s)); return *this; }

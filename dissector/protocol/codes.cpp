@@ -34,6 +34,14 @@ constexpr FieldCodes kFieldCodes[] = {
 
 }  // namespace
 
+bool has_code_names(const FieldDesc& d) {
+  if (is_error_code_field(d)) return true;
+  if (!is_integer(d.type)) return false;
+  for (const auto& fc : kFieldCodes)
+    if (d.name == fc.field) return true;
+  return false;
+}
+
 std::string_view code_name(std::string_view api_name, const FieldDesc& d, int64_t value) {
   if (is_error_code_field(d)) return error_name(value);
   if (!is_integer(d.type) || value < 0 || value > 7) return {};

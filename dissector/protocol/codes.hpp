@@ -22,6 +22,8 @@ extern const size_t kErrorCodeCount;
 std::string_view error_name(int64_t code);
 // True for the int16 fields that carry an error code (ErrorCode, TopLevelErrorCode, ...).
 bool is_error_code_field(const FieldDesc& d);
+// Whether code_name can name any value of the field (in some api).
+bool has_code_names(const FieldDesc& d);
 // The documented name of a field's value (error codes, streams status codes,
 // topology node types, TopologyDescriptionStatus), or empty.
 std::string_view code_name(std::string_view api_name, const FieldDesc& d, int64_t value);

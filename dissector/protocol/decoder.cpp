@@ -35,72 +35,94 @@ class Run {
     return false;
   }
 
-  bool need(size_t n, const FieldDesc& d) {
-    if (left() >= n) return true;
+  [[gnu::always_inline]] bool need(size_t n, const FieldDesc& d) {
+    if (left() >= n) [[likely]] return true;
+    return short_of(n, d);
+  }
+  [[gnu::noinline, gnu::cold]] bool short_of(size_t n, const FieldDesc& d) {
     return fail(pos(), std::string(d.name) + ": needs " + std::to_string(n) + " bytes, " +
                            std::to_string(left()) + " left");
+  }
+
+  template <WireType T>
+  void fixed_run(int64_t count, uint32_t di, uint32_t parent) {
+    for (int64_t i = 0; i < count; ++i) fixed(T, di, parent, kElement);
+  }
+
+  // A fixed-size primitive at p_ whose bytes are known to be present.
+  [[gnu::always_inline]] void fixed(WireType t, uint32_t di, uint32_t parent, uint8_t flags) {
+    const uint32_t start = pos();
+    switch (t) {
+      case WireType::Int8:
+        f_.put_leaf(di, t, parent, start, 1, flags, static_cast<uint64_t>(static_cast<int64_t>(static_cast<int8_t>(*p_))), *p_);
+        p_ += 1;
+        return;
+      case WireType::Bool:  // aux keeps the raw byte for exact re-encoding
+        f_.put_leaf(di, t, parent, start, 1, flags, *p_ != 0, *p_);
+        p_ += 1;
+        return;
+      case WireType::Int16:
+        f_.put_leaf(di, t, parent, start, 2, flags, static_cast<uint64_t>(static_cast<int64_t>(static_cast<int16_t>(load_be16(p_)))));
+        p_ += 2;
+        return;
+      case WireType::Uint16:
+        f_.put_leaf(di, t, parent, start, 2, flags, load_be16(p_));
+        p_ += 2;
+        return;
+      case WireType::Int32:
+        f_.put_leaf(di, t, parent, start, 4, flags, static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(load_be32(p_)))));
+        p_ += 4;
+        return;
+      case WireType::Uint32:
+        f_.put_leaf(di, t, parent, start, 4, flags, load_be32(p_));
+        p_ += 4;
+        return;
+      case WireType::Int64: case WireType::Float64:
+        f_.put_leaf(di, t, parent, start, 8, flags, load_be64(p_));
+        p_ += 8;
+        return;
+      case WireType::Uuid:
+        f_.put_leaf(di, t, parent, start, 16, flags, 0, 16).v.p = p_;
+        p_ += 16;
+        return;
+      default:
+        return;
+    }
   }
 
   // Decodes a struct's fields into children of `node`.
   bool structure(uint32_t sp_idx, uint32_t node) {
     const StructProgram& sp = ps_.structure(sp_idx);
-    for (uint32_t i = 0; i < sp.field_count; ++i) {
-      uint32_t di = sp.first_field + i;
+    const uint32_t last = sp.first_field + sp.field_count;
+    for (uint32_t di = sp.first_field; di < last; ++di) {
+      // Fixed-size fields here, the rest in field().
+      const WireType t = ps_.op(di).type;
+      if (const uint32_t size = fixed_size(t)) {
+        if (!need(size, ps_.field(di))) return false;
+        fixed(t, di, node, 0);
+        continue;
+      }
       if (!field(ps_.field(di), di, node)) return false;
     }
     return !sp.flexible || tagged(sp, node);
   }
 
   bool field(const FieldDesc& d, uint32_t di, uint32_t parent, uint8_t flags = 0) {
-    WireType t = (flags & kElement) ? d.elem : d.type;
+    const FieldOp& o = ps_.op(di);
+    WireType t = (flags & kElement) ? o.elem : o.type;
     uint32_t start = pos();
     switch (t) {
-      case WireType::Int8: case WireType::Bool: {
-        if (!need(1, d)) return false;
-        uint32_t n = f_.leaf(di, t, parent, start, 1, flags);
-        f_.nodes[n].v.i = t == WireType::Bool ? (*p_ != 0) : static_cast<int8_t>(*p_);
-        f_.nodes[n].aux = *p_;  // keeps the raw byte of a bool for exact re-encoding
-        p_ += 1;
+      case WireType::Int8: case WireType::Bool: case WireType::Int16: case WireType::Uint16:
+      case WireType::Int32: case WireType::Uint32: case WireType::Int64: case WireType::Float64:
+      case WireType::Uuid:
+        if (!need(fixed_size(t), d)) return false;
+        fixed(t, di, parent, flags);
         return true;
-      }
-      case WireType::Int16: case WireType::Uint16: {
-        if (!need(2, d)) return false;
-        uint32_t n = f_.leaf(di, t, parent, start, 2);
-        uint16_t v = load_be16(p_);
-        f_.nodes[n].flags = flags;
-        f_.nodes[n].v.i = t == WireType::Int16 ? static_cast<int16_t>(v) : static_cast<int64_t>(v);
-        p_ += 2;
-        return true;
-      }
-      case WireType::Int32: case WireType::Uint32: {
-        if (!need(4, d)) return false;
-        uint32_t n = f_.leaf(di, t, parent, start, 4);
-        uint32_t v = load_be32(p_);
-        f_.nodes[n].flags = flags;
-        f_.nodes[n].v.i = t == WireType::Int32 ? static_cast<int32_t>(v) : static_cast<int64_t>(v);
-        p_ += 4;
-        return true;
-      }
-      case WireType::Int64: case WireType::Float64: {
-        if (!need(8, d)) return false;
-        uint32_t n = f_.leaf(di, t, parent, start, 8, flags);
-        f_.nodes[n].v.u = load_be64(p_);
-        p_ += 8;
-        return true;
-      }
-      case WireType::Uuid: {
-        if (!need(16, d)) return false;
-        uint32_t n = f_.leaf(di, t, parent, start, 16, flags);
-        f_.nodes[n].v.p = p_;
-        f_.nodes[n].aux = 16;
-        p_ += 16;
-        return true;
-      }
       case WireType::String: case WireType::Bytes: case WireType::Records:
         return blob(d, di, parent, flags, t);
       case WireType::Struct: {
         uint8_t nflags = flags;
-        if (d.nullable() && !(flags & kElement)) {
+        if ((o.flags & kNullable) && !(flags & kElement)) {
           if (!need(1, d)) return false;
           int8_t marker = static_cast<int8_t>(*p_++);
           if (marker < 0) {
@@ -110,12 +132,12 @@ class Run {
           }
           uint32_t n = f_.open(di, t, parent, start, nflags);
           f_.nodes[n].aux = kMarkerRecorded | static_cast<uint8_t>(marker);  // and anything else as present
-          bool ok = structure(static_cast<uint32_t>(d.sub), n);
+          bool ok = structure(static_cast<uint32_t>(o.sub), n);
           f_.close(n, pos());
           return ok;
         }
         uint32_t n = f_.open(di, t, parent, start, nflags);
-        bool ok = structure(static_cast<uint32_t>(d.sub), n);
+        bool ok = structure(static_cast<uint32_t>(o.sub), n);
         f_.close(n, pos());
         return ok;
       }
@@ -154,12 +176,13 @@ class Run {
   bool blob(const FieldDesc& d, uint32_t di, uint32_t parent, uint8_t flags, WireType t) {
     uint32_t start = pos();
     int64_t len = 0;
-    if (!length(d, d.compact(), t != WireType::String, len)) return false;
+    const FieldOp& o = ps_.op(di);
+    if (!length(d, o.flags & kCompact, t != WireType::String, len)) return false;
     if (len < 0) {
       uint32_t n = f_.leaf(di, t, parent, start, pos() - start);
       f_.nodes[n].flags = flags | kNull;
       if (len < -1) return fail(start, std::string(d.name) + ": negative length " + std::to_string(len));
-      if (!d.nullable()) return fail(start, std::string(d.name) + ": null in a non-nullable " + std::string(wire_type_name(t)));
+      if (!(o.flags & kNullable)) return fail(start, std::string(d.name) + ": null in a non-nullable " + std::string(wire_type_name(t)));
       return true;
     }
     if (static_cast<uint64_t>(len) > left())
@@ -311,16 +334,17 @@ class Run {
   bool array(const FieldDesc& d, uint32_t di, uint32_t parent, uint8_t flags) {
     uint32_t start = pos();
     int64_t count = 0;
-    if (!length(d, d.compact(), true, count)) return false;
+    const FieldOp& o = ps_.op(di);
+    if (!length(d, o.flags & kCompact, true, count)) return false;
     if (count < 0) {
       uint32_t n = f_.leaf(di, WireType::Array, parent, start, pos() - start);
       f_.nodes[n].flags = flags | kNull;
       if (count < -1) return fail(start, std::string(d.name) + ": negative array length " + std::to_string(count));
-      if (!d.nullable()) return fail(start, std::string(d.name) + ": null in a non-nullable array");
+      if (!(o.flags & kNullable)) return fail(start, std::string(d.name) + ": null in a non-nullable array");
       return true;
     }
     // Never trust a count before the bytes for it are present.
-    uint64_t min_elem = element_min_size(d);
+    uint64_t min_elem = element_min_size(o);
     if (static_cast<uint64_t>(count) * (min_elem ? min_elem : 1) > left() + (min_elem ? 0 : 1u << 16))
       return fail(start, std::string(d.name) + ": array length " + std::to_string(count) + " cannot fit in the " +
                              std::to_string(left()) + " bytes left");
@@ -332,7 +356,23 @@ class Run {
     uint32_t n = f_.open(di, WireType::Array, parent, start, flags);
     f_.nodes[n].aux = static_cast<uint32_t>(count);
     bool ok = true;
-    for (int64_t i = 0; i < count && ok; ++i) ok = field(d, di, n, kElement);
+    if (min_elem && fixed_size(o.elem) == min_elem) {
+      // Fixed-size elements: the check above put all of them in bounds.
+      f_.nodes.reserve(f_.nodes.size() + static_cast<size_t>(count));
+      switch (o.elem) {  // one loop per type, not a dispatch per element
+        case WireType::Int8: fixed_run<WireType::Int8>(count, di, n); break;
+        case WireType::Bool: fixed_run<WireType::Bool>(count, di, n); break;
+        case WireType::Int16: fixed_run<WireType::Int16>(count, di, n); break;
+        case WireType::Uint16: fixed_run<WireType::Uint16>(count, di, n); break;
+        case WireType::Int32: fixed_run<WireType::Int32>(count, di, n); break;
+        case WireType::Uint32: fixed_run<WireType::Uint32>(count, di, n); break;
+        case WireType::Int64: fixed_run<WireType::Int64>(count, di, n); break;
+        case WireType::Float64: fixed_run<WireType::Float64>(count, di, n); break;
+        default: fixed_run<WireType::Uuid>(count, di, n); break;
+      }
+    } else {
+      for (int64_t i = 0; i < count && ok; ++i) ok = field(d, di, n, kElement);
+    }
     f_.close(n, pos());
     return ok;
   }
@@ -343,12 +383,12 @@ class Run {
     if (pos() - start != wire::uvarint_size(value)) f_.canonical = false;
   }
 
-  uint64_t element_min_size(const FieldDesc& d) const {
-    if (uint32_t n = fixed_size(d.elem)) return n;
-    switch (d.elem) {
-      case WireType::String: return d.compact() ? 1 : 2;
-      case WireType::Bytes: return d.compact() ? 1 : 4;
-      case WireType::Struct: return ps_.structure(static_cast<uint32_t>(d.sub)).min_size;
+  uint64_t element_min_size(const FieldOp& o) const {
+    if (uint32_t n = fixed_size(o.elem)) return n;
+    switch (o.elem) {
+      case WireType::String: return (o.flags & kCompact) ? 1 : 2;
+      case WireType::Bytes: return (o.flags & kCompact) ? 1 : 4;
+      case WireType::Struct: return ps_.structure(static_cast<uint32_t>(o.sub)).min_size;
       default: return 1;
     }
   }
@@ -536,19 +576,6 @@ void FrameDecoder::decode_response(std::span<const uint8_t> msg, int16_t api_key
       static_cast<int16_t>(load_be16(msg.data() + 8)) == 35) {
     decode_response(msg, api_key, 0, out);
   }
-}
-
-std::span<const NestedPayload> nested_payloads() {
-  static constexpr NestedPayload kPayloads[] = {
-    {11, Direction::Request, "Metadata", "Protocols[].Metadata", "ConsumerProtocolSubscription", true},
-    {11, Direction::Response, "Metadata", "Members[].Metadata", "ConsumerProtocolSubscription", true},
-    {14, Direction::Request, "Assignment", "Assignments[].Assignment", "ConsumerProtocolAssignment", true},
-    {14, Direction::Response, "Assignment", "Assignment", "ConsumerProtocolAssignment", true},
-    {58, Direction::Request, "RequestData", "RequestData", "request", false},
-    {58, Direction::Request, "RequestPrincipal", "RequestPrincipal", "DefaultPrincipalData", false},
-    {58, Direction::Response, "ResponseData", "ResponseData", "response", false},
-  };
-  return kPayloads;
 }
 
 ResponseHint response_hint(const ProgramSet& ps, const Frame& request) {

@@ -61,16 +61,8 @@ inline bool read_request_head(std::span<const uint8_t> b, RequestHead& h) {
 // goes on decoding. The bytes stay the field's value: the encoder writes them
 // as they came, whatever the nested nodes say.
 //
-// The bytes fields that carry payloads, and what each carries.
-struct NestedPayload {
-  int16_t api_key;
-  Direction direction;
-  std::string_view field;     // the bytes field's spec name
-  std::string_view path;      // where it is in the message, for people
-  std::string_view payload;   // a data spec, or "request" / "response": a whole message
-  bool consumer_protocol;     // only in groups of protocol type "consumer"; newer versions read as the newest known
-};
-std::span<const NestedPayload> nested_payloads();
+// The bytes fields that carry payloads, and what each carries: see
+// NestedPayload and nested_payloads() in program.hpp.
 
 // What a response's decoding needs from its request beyond api key and
 // version: the layouts of nested payloads the request decides.

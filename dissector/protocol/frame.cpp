@@ -1,5 +1,6 @@
 #include "dissector/protocol/frame.hpp"
 
+#include <new>
 #include <vector>
 
 namespace kwire {
@@ -19,6 +20,15 @@ void Frame::clear() {
   errors.clear();
   scratch_used_ = 0;
   owned_.clear();
+}
+
+void NodeTape::grow(size_t need) {
+  size_t cap = cap_ ? cap_ * 2 : 256;
+  while (cap < need) cap *= 2;
+  void* p = std::realloc(static_cast<void*>(data_), cap * sizeof(Node));
+  if (!p) throw std::bad_alloc();
+  data_ = static_cast<Node*>(p);
+  cap_ = cap;
 }
 
 ScratchBuffer& Frame::scratch() {

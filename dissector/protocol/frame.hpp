@@ -7,6 +7,10 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <type_traits>
 #include <memory>
 #include <utility>
 #include <span>
@@ -72,6 +76,76 @@ struct UninitializedAllocator : std::allocator<T> {
 };
 using ScratchBuffer = std::vector<uint8_t, UninitializedAllocator<uint8_t>>;
 
+// The node tape: a vector of Nodes whose append is inlined into the decoder
+// and writes each node once (std::vector's emplace_back value-initializes the
+// node, then the decoder overwrites it, and stays a call). Grows by doubling;
+// clear() keeps the storage, so a Frame reused message to message stops
+// allocating once it has seen its largest message.
+class NodeTape {
+ public:
+  NodeTape() = default;
+  NodeTape(const NodeTape& o) { *this = o; }
+  NodeTape& operator=(const NodeTape& o) {
+    if (this != &o) {
+      size_ = 0;
+      reserve(o.size_);
+      if (o.size_) std::memcpy(static_cast<void*>(data_), o.data_, o.size_ * sizeof(Node));
+      size_ = o.size_;
+    }
+    return *this;
+  }
+  NodeTape(NodeTape&& o) noexcept : data_(o.data_), size_(o.size_), cap_(o.cap_) { o.data_ = nullptr; o.size_ = o.cap_ = 0; }
+  NodeTape& operator=(NodeTape&& o) noexcept {
+    std::swap(data_, o.data_);
+    std::swap(size_, o.size_);
+    std::swap(cap_, o.cap_);
+    return *this;
+  }
+  ~NodeTape() { std::free(data_); }
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  Node* data() { return data_; }
+  const Node* data() const { return data_; }
+  Node& operator[](size_t i) { return data_[i]; }
+  const Node& operator[](size_t i) const { return data_[i]; }
+  Node* begin() { return data_; }
+  Node* end() { return data_ + size_; }
+  const Node* begin() const { return data_; }
+  const Node* end() const { return data_ + size_; }
+  Node& back() { return data_[size_ - 1]; }
+  const Node& back() const { return data_[size_ - 1]; }
+  void clear() { size_ = 0; }
+  void reserve(size_t n) {
+    if (n > cap_) grow(n);
+  }
+  // New nodes are value-initialized (all zero), as std::vector's would be.
+  void resize(size_t n) {
+    reserve(n);
+    for (size_t i = size_; i < n; ++i) new (&data_[i]) Node();
+    size_ = n;
+  }
+  Node& emplace_back() {
+    Node* n = append();
+    new (n) Node();
+    return *n;
+  }
+  void push_back(const Node& n) { *append() = n; }
+  // An unwritten node at the end; the caller sets every member.
+  [[gnu::always_inline]] Node* append() {
+    if (size_ == cap_) [[unlikely]] grow(size_ + 1);
+    return &data_[size_++];
+  }
+
+ private:
+  void grow(size_t need);
+
+  Node* data_ = nullptr;
+  size_t size_ = 0;
+  size_t cap_ = 0;
+};
+static_assert(std::is_trivially_copyable_v<Node>);
+
 struct DecodeError {
   uint32_t offset = 0;   // from the start of the message
   std::string reason;
@@ -89,7 +163,7 @@ class Frame {
   bool guessed = false;          // response version guessed (decode --guess)
   bool canonical = true;         // false: non-minimal varints, which re-encode in minimal form
   std::span<const uint8_t> message;  // the bytes, size prefix included
-  std::vector<Node> nodes;       // [0] header struct, then the body struct
+  NodeTape nodes;                // [0] header struct, then the body struct
   uint32_t body = 0;             // index of the body's root node (0 if none)
   std::vector<DecodeError> errors;   // empty when the message decoded cleanly
 
@@ -101,14 +175,35 @@ class Frame {
   // Inline: these run once per decoded field.
   [[gnu::always_inline]] uint32_t open(uint32_t desc, WireType type, uint32_t parent, uint32_t offset, uint8_t flags = 0) {
     uint32_t idx = static_cast<uint32_t>(nodes.size());
-    Node& n = nodes.emplace_back();
+    Node& n = *nodes.append();
     n.desc = desc;
-    n.type = type;
-    n.parent = parent == kRoot ? idx : parent;
     n.offset = offset;
-    n.flags = flags;
+    n.length = 0;
     n.end = idx + 1;
+    n.parent = parent == kRoot ? idx : parent;
+    n.aux = 0;
+    n.v.u = 0;
+    n.flags = flags;
+    n.type = type;
+    n.tag = 0;
     return idx;
+  }
+  // A leaf below `parent` (never a root) with its value, in one write.
+  [[gnu::always_inline]] Node& put_leaf(uint32_t desc, WireType type, uint32_t parent, uint32_t offset, uint32_t length,
+                                        uint8_t flags, uint64_t value, uint32_t aux = 0) {
+    uint32_t idx = static_cast<uint32_t>(nodes.size());
+    Node& n = *nodes.append();
+    n.desc = desc;
+    n.offset = offset;
+    n.length = length;
+    n.end = idx + 1;
+    n.parent = parent;
+    n.aux = aux;
+    n.v.u = value;
+    n.flags = flags;
+    n.type = type;
+    n.tag = 0;
+    return n;
   }
   void close(uint32_t node, uint32_t end_offset) {
     Node& n = nodes[node];

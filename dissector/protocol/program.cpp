@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 
+#include "dissector/protocol/codes.hpp"
 #include "dissector/protocol/generated.hpp"
 
 namespace kwire {
@@ -108,8 +109,27 @@ ProgramSet::ProgramSet() {
     d.json_name = b.json;
     d.type = b.type;
     d.elem = b.type == WireType::Array ? WireType::Struct : b.type;
-    fields_.push_back(d);
+    add_field(d);
   }
+}
+
+void ProgramSet::add_field(const FieldDesc& d) {
+  fields_.push_back(d);
+  uint8_t marks = 0;
+  if (d.entity == "groupId") marks |= kMarkGroupId;
+  if (has_code_names(d)) marks |= kMarkCodeNames;
+  ops_.push_back({d.type, d.elem, d.flags, d.sub, marks});
+  // Spec names are plain ASCII: no escaping. 32 NULs follow the last name,
+  // so every key and name has 32 readable bytes.
+  constexpr size_t kPad = 32;
+  if (key_text_.size() >= kPad) key_text_.resize(key_text_.size() - kPad);
+  text_.push_back({static_cast<uint32_t>(key_text_.size()), static_cast<uint16_t>(d.json_name.size() + 3),
+                   static_cast<uint16_t>(d.name.size())});
+  key_text_ += '"';
+  key_text_ += d.json_name;
+  key_text_ += "\":";
+  key_text_ += d.name;
+  key_text_.append(kPad, '\0');
 }
 
 const ProgramSet& ProgramSet::release() {
@@ -128,7 +148,7 @@ void ProgramSet::add(const ProgramTables& t, std::shared_ptr<const void> owner) 
   const uint32_t sbase = static_cast<uint32_t>(structs_.size());
   for (FieldDesc f : t.fields) {
     if (f.sub >= 0) f.sub += static_cast<int32_t>(sbase);
-    fields_.push_back(f);
+    add_field(f);
   }
   for (StructProgram s : t.structs) {
     s.first_field += fbase;
@@ -166,7 +186,43 @@ void ProgramSet::add(const ProgramTables& t, std::shared_ptr<const void> owner) 
     m.root += fbase;
     index_[index_key(m.api_key, m.version, m.direction)] = static_cast<uint32_t>(messages_.size());
     messages_.push_back(m);
+    index_nested(m);
   }
+}
+
+// Marks the bytes fields of `m` that carry payloads (nested_payloads()).
+void ProgramSet::index_nested(const MessageProgram& m) {
+  std::vector<const NestedPayload*> carried;
+  for (const NestedPayload& p : nested_payloads())
+    if (p.api_key == m.api_key && p.direction == m.direction) carried.push_back(&p);
+  if (carried.empty()) return;
+  auto walk = [&](auto& self, int32_t sub, int depth) -> void {
+    if (sub < 0 || depth > 16) return;
+    const StructProgram& sp = structs_[static_cast<uint32_t>(sub)];
+    auto each = [&](uint32_t d) {
+      const FieldDesc& f = fields_[d];
+      if (f.type == WireType::Bytes)
+        for (const NestedPayload* p : carried)
+          if (p->field == f.name) nested_[d] = p;
+      if (f.type == WireType::Struct || (f.type == WireType::Array && f.elem == WireType::Struct)) self(self, f.sub, depth + 1);
+    };
+    for (uint32_t i = 0; i < sp.field_count; ++i) each(sp.first_field + i);
+    for (uint32_t i = 0; i < sp.tagged_count; ++i) each(sp.first_tagged + i);
+  };
+  walk(walk, fields_[m.root].sub, 0);
+}
+
+std::span<const NestedPayload> nested_payloads() {
+  static constexpr NestedPayload kPayloads[] = {
+    {11, Direction::Request, "Metadata", "Protocols[].Metadata", "ConsumerProtocolSubscription", true},
+    {11, Direction::Response, "Metadata", "Members[].Metadata", "ConsumerProtocolSubscription", true},
+    {14, Direction::Request, "Assignment", "Assignments[].Assignment", "ConsumerProtocolAssignment", true},
+    {14, Direction::Response, "Assignment", "Assignment", "ConsumerProtocolAssignment", true},
+    {58, Direction::Request, "RequestData", "RequestData", "request", false},
+    {58, Direction::Request, "RequestPrincipal", "RequestPrincipal", "DefaultPrincipalData", false},
+    {58, Direction::Response, "ResponseData", "ResponseData", "response", false},
+  };
+  return kPayloads;
 }
 
 const MessageProgram* ProgramSet::find(int16_t api, int16_t version, Direction d) const {

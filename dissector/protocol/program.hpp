@@ -9,6 +9,7 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -140,6 +141,33 @@ enum BuiltinDesc : uint32_t {
   kBuiltinDescCount,
 };
 
+// A bytes field that carries a serialized Kafka structure (decoder.hpp says
+// how the decoder reads it).
+struct NestedPayload {
+  int16_t api_key;
+  Direction direction;
+  std::string_view field;     // the bytes field's spec name
+  std::string_view path;      // where it is in the message, for people
+  std::string_view payload;   // a data spec, or "request" / "response": a whole message
+  bool consumer_protocol;     // only in groups of protocol type "consumer"; newer versions read as the newest known
+};
+// Every such field.
+std::span<const NestedPayload> nested_payloads();
+
+// What the decoder and the JSON writer read of a FieldDesc on every node,
+// packed (a FieldDesc is mostly names, six cache lines for every ten fields).
+struct FieldOp {
+  WireType type = WireType::Int8;
+  WireType elem = WireType::Int8;
+  uint16_t flags = 0;
+  int32_t sub = -1;
+  uint8_t marks = 0;   // FieldMark
+};
+enum FieldMark : uint8_t {
+  kMarkGroupId = 1 << 0,    // entityType groupId
+  kMarkCodeNames = 1 << 1,  // its values may have names (codes.hpp: code_name)
+};
+
 class ProgramSet {
  public:
   ProgramSet();  // builtin descriptors only
@@ -160,6 +188,25 @@ class ProgramSet {
   std::vector<const MessageProgram*> versions(int16_t api_key, Direction d) const;
 
   const FieldDesc& field(uint32_t i) const { return fields_[i]; }
+  const FieldOp& op(uint32_t i) const { return ops_[i]; }
+  // What a bytes field of a message carries (nested_payloads()), or null.
+  // From the field's place in the specs; whether a payload is decoded also
+  // depends on the message (decoder.hpp).
+  const NestedPayload* nested_payload(uint32_t i) const {
+    auto it = nested_.find(i);
+    return it == nested_.end() ? nullptr : it->second;
+  }
+  // `"jsonName":`, as the JSON views write a field's key. The 32 bytes from
+  // its start are readable whatever its length (TextBuffer::append_padded).
+  std::string_view json_key(uint32_t i) const {
+    const FieldText& k = text_[i];
+    return {key_text_.data() + k.offset, k.json_length};
+  }
+  // The spec name, with the same 32 readable bytes.
+  std::string_view padded_name(uint32_t i) const {
+    const FieldText& k = text_[i];
+    return {key_text_.data() + k.offset + k.json_length, k.name_length};
+  }
   const StructProgram& structure(uint32_t i) const { return structs_[i]; }
   const std::vector<MessageProgram>& messages() const { return messages_; }
   uint32_t request_header(int v) const { return request_header_[v]; }
@@ -167,11 +214,23 @@ class ProgramSet {
   size_t field_count() const { return fields_.size(); }
 
  private:
+  void add_field(const FieldDesc& d);
+  void index_nested(const MessageProgram& m);
+
+  struct FieldText {
+    uint32_t offset;        // json key, then the name
+    uint16_t json_length;
+    uint16_t name_length;
+  };
   std::vector<FieldDesc> fields_;
+  std::vector<FieldOp> ops_;         // parallel to fields_
+  std::vector<FieldText> text_;      // parallel to fields_, into key_text_
+  std::string key_text_;
   std::vector<StructProgram> structs_;
   std::vector<MessageProgram> messages_;
   std::vector<DataProgram> data_;
   std::unordered_map<uint32_t, uint32_t> index_;  // key(api, version, dir) -> message
+  std::unordered_map<uint32_t, const NestedPayload*> nested_;  // bytes field -> what it carries
   uint32_t request_header_[3] = {0, 0, 0};
   uint32_t response_header_[2] = {0, 0};
   std::vector<std::shared_ptr<const void>> owners_;
