@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dissector/filter/filter.hpp"
 #include "dissector/output/output.hpp"
 #include "dissector/protocol/decoder.hpp"
 #include "dissector/protocol/encoder.hpp"
@@ -412,6 +413,71 @@ TEST(Nested, TheRealCapturesEnvelopeCarriesTheForwardedCreateTopics) {
   EXPECT_EQ(answer["body"]["topics"][0]["name"], "txn-in");
   EXPECT_EQ(answer["body"]["topics"][1]["name"], "txn-out");
   EXPECT_EQ(answer["body"]["topics"][0]["numPartitions"], 3);
+}
+
+// Display filters and -T fields reach into payloads by their JSON names, as
+// -T json shows them. The expected values are the ones written into the
+// hand-built subscription above.
+TEST(Nested, FiltersAndFieldsReachIntoConsumerProtocolPayloads) {
+  FrameDecoder d(ps());
+  Frame consumer, connect;
+  d.decode_request(keep(join_group_v5("consumer", subscription_v1())), consumer);
+  d.decode_request(keep(join_group_v5("connect", subscription_v1())), connect);
+  ASSERT_TRUE(consumer.ok() && connect.ok());
+  auto matches = [&](const std::string& expr, const Frame& f) {
+    filter::CompileError err;
+    auto flt = filter::Filter::compile(expr, ps(), err);
+    EXPECT_TRUE(flt) << err.format();
+    return flt && flt->match(f, FrameContext{});
+  };
+  EXPECT_TRUE(matches("body.protocols.metadata.topics == \"orders\"", consumer));
+  EXPECT_TRUE(matches("body.protocols.metadata.version == 1", consumer));
+  EXPECT_TRUE(matches("body.protocols.metadata.ownedPartitions.partitions == 2", consumer));
+  EXPECT_FALSE(matches("body.protocols.metadata.ownedPartitions.partitions == 1", consumer));
+  EXPECT_TRUE(matches("body.protocols.metadata.userData == null", consumer));
+  EXPECT_FALSE(matches("body.protocols.metadata.generationId", consumer));  // v2+ only
+  // A connect group's metadata is not a consumer subscription: it stays bytes.
+  EXPECT_FALSE(matches("body.protocols.metadata.topics == \"orders\"", connect));
+  EXPECT_TRUE(matches("body.protocols.metadata", connect));
+
+  filter::CompileError err;
+  auto fx = filter::FieldExtractor::compile(
+      {"body.protocols.metadata.version", "body.protocols.metadata.topics",
+       "body.protocols.metadata.ownedPartitions.partitions", "body.protocols.metadata.ownedPartitions"},
+      filter::FieldsFormat{}, ps(), err);
+  ASSERT_TRUE(fx) << err.format();
+  TextBuffer line;
+  fx->append_line(line, consumer, FrameContext{});
+  EXPECT_EQ(line.str(), "1\torders\t0,2\t{\"topic\":\"orders\",\"partitions\":[0,2]}\n");
+
+  // A wrong path below a payload names the payload's paths.
+  ASSERT_FALSE(filter::Filter::compile("apiKey == 11 && body.protocols.metadata.topic", ps(), err));
+  EXPECT_NE(err.message.find("unknown path 'body.protocols.metadata.topic'"), std::string::npos) << err.message;
+  EXPECT_NE(err.hint.find("  body.protocols.metadata.ownedPartitions.partitions\n"), std::string::npos) << err.hint;
+  EXPECT_NE(err.hint.find("\n  body.members.metadata.rackId"), std::string::npos) << err.hint;
+}
+
+// The Envelope of txn-consumer.pcapng forwards the CreateTopics of the
+// scenario (topics txn-in and txn-out): filters and fields see inside it.
+TEST(Nested, FiltersAndFieldsReachIntoTheEnvelopeOfTheRealCapture) {
+  const std::string cap = std::string(KWIRE_SOURCE_DIR) + "/captures/txn-consumer.pcapng";
+  auto r = test::kwire_cmd("decode -r " + cap +
+                           " -Y 'body.requestData.body.topics.name == \"txn-out\"' -T fields -e apiName"
+                           " -e body.requestData.header.requestApiKey -e body.requestData.body.topics.name"
+                           " -e body.requestPrincipal.type");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "Envelope\t19\ttxn-in,txn-out\tUser\n");
+  // The response's enveloped CreateTopics response, by its own fields.
+  r = test::kwire_cmd("decode -r " + cap +
+                      " -Y 'body.responseData.body.topics.numPartitions == 3' -T fields -e direction"
+                      " -e body.responseData.body.topics.name");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "response\ttxn-in,txn-out\n");
+  // "header" and "body" are the enveloped message's parts; nothing else is.
+  r = test::kwire_cmd("decode -r " + cap + " -Y 'apiKey == 58 && body.requestData.topics'");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("unknown path 'body.requestData.topics'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("  body.requestData.header.clientId\n"), std::string::npos) << r.err;
 }
 
 // `kwire specs` names the payloads and the versions of their data specs

@@ -150,7 +150,7 @@ constexpr std::pair<std::string_view, Top> kTopNames[] = {
 };
 
 // Builtin levels of record batches (the records decoder's descriptors).
-enum class Level : uint8_t { Struct, Batch, Record, RecordHeader, Leaf };
+enum class Level : uint8_t { Struct, Batch, Record, RecordHeader, Leaf, NestedMessage };
 
 constexpr uint32_t kBatchLevel[] = {
     kDescBaseOffset, kDescBatchLength, kDescPartitionLeaderEpoch, kDescMagic, kDescCrc, kDescAttributes,
@@ -164,30 +164,81 @@ constexpr uint32_t kHeaderLevel[] = {kDescHeaderKey, kDescHeaderValue};
 
 using Chain = std::vector<std::vector<uint32_t>>;  // per component: the descriptors it may be
 
-Level next_level(const ProgramSet& ps, uint32_t d, int32_t& sub) {
+// Where a path component looks for its fields: the structs below the
+// previous component (several when it was a payload inside a bytes field,
+// which has a layout per version), a level of record batches, or a whole
+// message inside a bytes field ("header" and "body").
+struct At {
+  Level level = Level::Struct;
+  std::vector<int32_t> subs;   // Struct
+  bool version = false;        // Struct of a version-prefixed payload: "version" is a field too
+  Direction direction = Direction::Request;  // NestedMessage
+};
+
+At next_level(const ProgramSet& ps, const std::vector<uint32_t>& found) {
+  At at;
+  const uint32_t d = found.front();
   const FieldDesc& fd = ps.field(d);
-  if (d == kDescRecordsArray) return Level::Record;
-  if (d == kDescHeadersArray) return Level::RecordHeader;
-  if (d == kDescLegacyInner) return Level::Batch;
-  if (fd.type == WireType::Records) return Level::Batch;
-  if (fd.sub >= 0 && (fd.type == WireType::Struct || fd.type == WireType::Array)) { sub = fd.sub; return Level::Struct; }
-  return Level::Leaf;
+  if (d == kDescRecordsArray) { at.level = Level::Record; return at; }
+  if (d == kDescHeadersArray) { at.level = Level::RecordHeader; return at; }
+  if (d == kDescLegacyInner || fd.type == WireType::Records) { at.level = Level::Batch; return at; }
+  if (fd.type == WireType::Bytes) {
+    const NestedPayload* p = nullptr;
+    for (uint32_t x : found)
+      if (!p) p = ps.nested_payload(x);
+    if (!p) { at.level = Level::Leaf; return at; }
+    if (p->payload == "request" || p->payload == "response") {
+      at.level = Level::NestedMessage;
+      at.direction = p->payload == "request" ? Direction::Request : Direction::Response;
+      return at;
+    }
+    for (const DataProgram& dp : ps.data())
+      if (dp.name == p->payload) at.subs.push_back(ps.field(dp.root).sub);
+    at.version = true;
+    return at;
+  }
+  for (uint32_t x : found) {
+    const FieldDesc& f = ps.field(x);
+    if (f.sub >= 0 && (f.type == WireType::Struct || f.type == WireType::Array) &&
+        std::find(at.subs.begin(), at.subs.end(), f.sub) == at.subs.end())
+      at.subs.push_back(f.sub);
+  }
+  if (at.subs.empty()) at.level = Level::Leaf;
+  return at;
+}
+
+// The roots of what a NestedMessage level calls `comp` ("header": the header
+// versions, "body": every message of the direction).
+std::vector<uint32_t> message_parts(const ProgramSet& ps, Direction dir, std::string_view comp) {
+  std::vector<uint32_t> out;
+  if (comp == "header") {
+    if (dir == Direction::Request) for (int v = 0; v < 3; ++v) out.push_back(ps.request_header(v));
+    else for (int v = 0; v < 2; ++v) out.push_back(ps.response_header(v));
+  } else if (comp == "body") {
+    for (const auto& m : ps.messages())
+      if (m.direction == dir) out.push_back(m.root);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 template <class F>
-void level_fields(const ProgramSet& ps, Level level, int32_t sub, F&& each) {
+void level_fields(const ProgramSet& ps, const At& at, F&& each) {
   auto list = [&](const auto& arr) { for (uint32_t d : arr) each(d); };
-  switch (level) {
-    case Level::Struct: {
-      const StructProgram& s = ps.structure(static_cast<uint32_t>(sub));
-      for (uint32_t i = 0; i < s.field_count; ++i) each(s.first_field + i);
-      for (uint32_t i = 0; i < s.tagged_count; ++i) each(s.first_tagged + i);
+  switch (at.level) {
+    case Level::Struct:
+      if (at.version) each(kDescNestedVersion);
+      for (int32_t sub : at.subs) {
+        const StructProgram& s = ps.structure(static_cast<uint32_t>(sub));
+        for (uint32_t i = 0; i < s.field_count; ++i) each(s.first_field + i);
+        for (uint32_t i = 0; i < s.tagged_count; ++i) each(s.first_tagged + i);
+      }
       return;
-    }
     case Level::Batch: list(kBatchLevel); return;
     case Level::Record: list(kRecordLevel); return;
     case Level::RecordHeader: list(kHeaderLevel); return;
-    case Level::Leaf: return;
+    case Level::Leaf: case Level::NestedMessage: return;
   }
 }
 
@@ -195,31 +246,51 @@ void level_fields(const ProgramSet& ps, Level level, int32_t sub, F&& each) {
 // this layout has no such path.
 std::optional<Chain> resolve(const ProgramSet& ps, uint32_t root, const std::vector<std::string>& comps) {
   Chain chain;
-  int32_t sub = ps.field(root).sub;
-  if (sub < 0) return std::nullopt;
-  Level level = Level::Struct;
+  At at;
+  if (ps.field(root).sub < 0) return std::nullopt;
+  at.subs.push_back(ps.field(root).sub);
   for (const auto& comp : comps) {
     std::vector<uint32_t> found;
-    level_fields(ps, level, sub, [&](uint32_t d) {
-      if (ps.field(d).json_name == comp) found.push_back(d);
-    });
+    if (at.level == Level::NestedMessage) {
+      found = message_parts(ps, at.direction, comp);
+    } else {
+      level_fields(ps, at, [&](uint32_t d) {
+        if (ps.field(d).json_name == comp && std::find(found.begin(), found.end(), d) == found.end()) found.push_back(d);
+      });
+    }
     if (found.empty()) return std::nullopt;
-    level = next_level(ps, found.front(), sub);
+    at = next_level(ps, found);
     chain.push_back(std::move(found));
   }
   return chain;
 }
 
-void all_paths(const ProgramSet& ps, Level level, int32_t sub, const std::string& prefix, int depth,
+void all_paths(const ProgramSet& ps, const At& at, const std::string& prefix, int depth,
                std::vector<std::string>& out, std::set<std::string>& seen) {
   if (depth > 12) return;
-  level_fields(ps, level, sub, [&](uint32_t d) {
+  if (at.level == Level::NestedMessage) {
+    // A whole message of any api: its header's paths, and the body itself.
+    for (std::string_view part : {"header", "body"}) {
+      std::string p = prefix + "." + std::string(part);
+      if (seen.insert(p).second) out.push_back(p);
+      if (part == "header") all_paths(ps, next_level(ps, message_parts(ps, at.direction, part)), p, depth + 1, out, seen);
+    }
+    return;
+  }
+  level_fields(ps, at, [&](uint32_t d) {
     std::string p = prefix + "." + std::string(ps.field(d).json_name);
     if (seen.insert(p).second) out.push_back(p);
-    int32_t s = -1;
-    Level l = next_level(ps, d, s);
-    if (l != Level::Leaf) all_paths(ps, l, s, p, depth + 1, out, seen);
+    At next = next_level(ps, {d});
+    if (next.level != Level::Leaf) all_paths(ps, next, p, depth + 1, out, seen);
   });
+}
+
+// The paths below one struct (a header or body root's sub).
+void all_paths(const ProgramSet& ps, int32_t sub, const std::string& prefix, std::vector<std::string>& out,
+               std::set<std::string>& seen) {
+  At at;
+  at.subs.push_back(sub);
+  all_paths(ps, at, prefix, 0, out, seen);
 }
 
 struct PathSpec {
@@ -279,6 +350,11 @@ bool walk(const Frame& f, uint32_t container, const Chain& ch, size_t k, F& emit
     if (n.is_null()) continue;
     if (n.type == WireType::Struct) {
       if (walk(f, c, ch, k + 1, emit)) return true;
+    } else if (n.flags & kNested) {
+      // A payload inside a bytes field, when it decoded (as -T json shows
+      // it): a whole message's header and body nodes, or a data struct.
+      if (n.flags & kNestedFailed) continue;
+      if (walk(f, (n.flags & kNestedMessage) ? c : c + 1, ch, k + 1, emit)) return true;
     } else if (n.type == WireType::Array || n.type == WireType::Records) {
       for (uint32_t e : Children(f, c))
         if (f.nodes[e].type == WireType::Struct && walk(f, e, ch, k + 1, emit)) return true;
@@ -848,9 +924,9 @@ std::string paths_hint(const ProgramSet& ps, const std::set<int16_t>& apis, Top 
       if (top == Top::Header) {
         std::set<std::string> seen;
         if (d == Direction::Request)
-          for (int v = 0; v < 3; ++v) all_paths(ps, Level::Struct, ps.field(ps.request_header(v)).sub, "header", 0, paths, seen);
+          for (int v = 0; v < 3; ++v) all_paths(ps, ps.field(ps.request_header(v)).sub, "header", paths, seen);
         else
-          for (int v = 0; v < 2; ++v) all_paths(ps, Level::Struct, ps.field(ps.response_header(v)).sub, "header", 0, paths, seen);
+          for (int v = 0; v < 2; ++v) all_paths(ps, ps.field(ps.response_header(v)).sub, "header", paths, seen);
       } else {
         paths = api_paths(ps, key, d);
       }
@@ -1085,7 +1161,7 @@ std::vector<std::string> api_paths(const ProgramSet& ps, int16_t api_key, Direct
   std::set<std::string> seen;
   auto versions = ps.versions(api_key, d);
   for (auto it = versions.rbegin(); it != versions.rend(); ++it)
-    all_paths(ps, Level::Struct, ps.field((*it)->root).sub, "body", 0, out, seen);
+    all_paths(ps, ps.field((*it)->root).sub, "body", out, seen);
   return out;
 }
 
