@@ -188,6 +188,21 @@ void ProgramSet::add(const ProgramTables& t, std::shared_ptr<const void> owner) 
     messages_.push_back(m);
     index_nested(m);
   }
+  rebuild_dense();
+}
+
+void ProgramSet::rebuild_dense() {
+  constexpr int kMaxDense = 4096;
+  for (auto& d : dense_) d.clear();
+  for (const auto& [k, idx] : index_) {
+    const MessageProgram& m = messages_[idx];
+    if (m.api_key < 0 || m.api_key >= kMaxDense || m.version < 0 || m.version >= kMaxDense) continue;
+    auto& by_api = dense_[m.direction == Direction::Response ? 1 : 0];
+    if (by_api.size() <= static_cast<size_t>(m.api_key)) by_api.resize(static_cast<size_t>(m.api_key) + 1);
+    auto& by_version = by_api[static_cast<size_t>(m.api_key)];
+    if (by_version.size() <= static_cast<size_t>(m.version)) by_version.resize(static_cast<size_t>(m.version) + 1);
+    by_version[static_cast<size_t>(m.version)] = idx + 1;
+  }
 }
 
 // Marks the bytes fields of `m` that carry payloads (nested_payloads()).
@@ -226,6 +241,12 @@ std::span<const NestedPayload> nested_payloads() {
 }
 
 const MessageProgram* ProgramSet::find(int16_t api, int16_t version, Direction d) const {
+  const auto& by_api = dense_[d == Direction::Response ? 1 : 0];
+  if (api >= 0 && version >= 0 && static_cast<size_t>(api) < by_api.size()) {
+    const auto& by_version = by_api[static_cast<size_t>(api)];
+    if (static_cast<size_t>(version) >= by_version.size() || !by_version[static_cast<size_t>(version)]) return nullptr;
+    return &messages_[by_version[static_cast<size_t>(version)] - 1];
+  }
   auto it = index_.find(index_key(api, version, d));
   return it == index_.end() ? nullptr : &messages_[it->second];
 }

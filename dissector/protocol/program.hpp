@@ -230,6 +230,10 @@ class ProgramSet {
   std::vector<MessageProgram> messages_;
   std::vector<DataProgram> data_;
   std::unordered_map<uint32_t, uint32_t> index_;  // key(api, version, dir) -> message
+  // index_ for small api keys and versions, as find() asks once per message:
+  // [direction][api key][version] -> message + 1, 0 for none.
+  std::vector<std::vector<uint32_t>> dense_[2];
+  void rebuild_dense();
   std::unordered_map<uint32_t, const NestedPayload*> nested_;  // bytes field -> what it carries
   uint32_t request_header_[3] = {0, 0, 0};
   uint32_t response_header_[2] = {0, 0};
