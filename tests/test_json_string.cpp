@@ -3,7 +3,10 @@
 // U+FFFD, so that the line is valid JSON and valid UTF-8 for any input.
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "dissector/output/output.hpp"
+#include "dissector/wire/wire.hpp"
 
 using namespace kwire;
 
@@ -72,4 +75,41 @@ TEST(PrintableText, TreeShowsUtf8BytesAsText) {
     const std::string line = std::to_string(meta.size()) + " bytes";
     EXPECT_NE(tree.find(line + (preview ? " \"" + meta + "\"\n" : "\n")), std::string::npos) << tree;
   }
+}
+
+// Bytes and uuids as -T json writes them: RFC 4648 base64 (its section 10
+// test vectors), and longer inputs against Python's base64.b64encode.
+TEST(Base64, Rfc4648VectorsAndLongerRuns) {
+  auto b64 = [](std::string_view s) {
+    return wire::base64({reinterpret_cast<const uint8_t*>(s.data()), s.size()});
+  };
+  EXPECT_EQ(b64(""), "");
+  EXPECT_EQ(b64("f"), "Zg==");
+  EXPECT_EQ(b64("fo"), "Zm8=");
+  EXPECT_EQ(b64("foo"), "Zm9v");
+  EXPECT_EQ(b64("foob"), "Zm9vYg==");
+  EXPECT_EQ(b64("fooba"), "Zm9vYmE=");
+  EXPECT_EQ(b64("foobar"), "Zm9vYmFy");
+  // python3 -c "import base64; print(base64.b64encode(b'The quick brown fox jumps over the lazy dog').decode())"
+  EXPECT_EQ(b64("The quick brown fox jumps over the lazy dog"),
+            "VGhlIHF1aWNrIGJyb3duIGZveCBqdW1wcyBvdmVyIHRoZSBsYXp5IGRvZw==");
+  // python3 -c "import base64; print(base64.b64encode(bytes(range(256))).decode())"
+  std::vector<uint8_t> all(256);
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint8_t>(i);
+  EXPECT_EQ(wire::base64(all),
+            "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0+P0BBQkNERUZHSElKS0xN"
+            "Tk9QUVJTVFVWV1hZWltcXV5fYGFiY2RlZmdoaWprbG1ub3BxcnN0dXZ3eHl6e3x9fn+AgYKDhIWGh4iJiouMjY6PkJGSk5SVlpeYmZqb"
+            "nJ2en6ChoqOkpaanqKmqq6ytrq+wsbKztLW2t7i5uru8vb6/wMHCw8TFxsfIycrLzM3Oz9DR0tPU1dbX2Nna29zd3t/g4eLj5OXm5+jp"
+            "6uvs7e7v8PHy8/T19vf4+fr7/P3+/w==");
+  // Every length up to 40 is a prefix of the whole run's text, up to its padding.
+  for (size_t n = 0; n <= 40; ++n) {
+    std::string whole = wire::base64(all), part = wire::base64({all.data(), n});
+    ASSERT_EQ(part.size(), (n + 2) / 3 * 4);
+    EXPECT_EQ(part.substr(0, n / 3 * 4), whole.substr(0, n / 3 * 4)) << n;
+  }
+  // A uuid: URL-safe, no padding (Kafka's Uuid.toString), 22 characters.
+  uint8_t u[16];
+  for (int i = 0; i < 16; ++i) u[i] = static_cast<uint8_t>(0xf0 + i);
+  // python3 -c "import base64; print(base64.urlsafe_b64encode(bytes(range(0xf0, 0x100))).decode().rstrip('='))"
+  EXPECT_EQ(wire::uuid_to_string(u), "8PHy8_T19vf4-fr7_P3-_w");
 }
