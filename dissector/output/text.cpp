@@ -58,7 +58,7 @@ bool primitive_array(const Node& n, const FieldOp& o) {
 }
 
 // `n` spaces.
-void indent_to(TextBuffer& out, int indent) {
+[[gnu::always_inline]] inline void indent_to(TextBuffer& out, int indent) {
   static constexpr char kSpaces[] = "                                                                ";
   static_assert(sizeof kSpaces - 1 >= TextBuffer::kPadded);
   const auto n = static_cast<size_t>(std::max(indent, 0));
@@ -239,12 +239,17 @@ void append_summary(TextBuffer& o, const ProgramSet& ps, const Frame& f, const F
     std::string_view first_group;
     size_t groups = 0;
     const Node* nested_error = nullptr;
+    // Error codes are int16 and group ids strings: the descriptor is looked
+    // at only for those (and for error codes, only when not zero).
     find_message_node(f, f.body + 1, [&](const Node& n) {
-      const FieldOp& op = ps.op(n.desc);
-      if (want_groups && n.type == WireType::String && !n.is_null() && (op.marks & kMarkGroupId) && groups++ == 0)
+      if (n.type == WireType::Int16) {
+        if (!nested_error && n.v.i != 0 && n.parent != f.body && !(n.flags & kElement) &&
+            (ps.op(n.desc).flags & kErrorCode))
+          nested_error = &n;
+      } else if (want_groups && n.type == WireType::String && !n.is_null() &&
+                 (ps.op(n.desc).marks & kMarkGroupId) && groups++ == 0) {
         first_group = n.str();
-      if (!nested_error && n.parent != f.body && n.v.i != 0 && !(n.flags & kElement) && (op.flags & kErrorCode))
-        nested_error = &n;
+      }
       return false;  // all of them
     });
     if (groups) {
