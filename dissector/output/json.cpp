@@ -70,7 +70,8 @@ namespace {
 // An integer node that prints as its value: not null, not redacted.
 [[gnu::always_inline]] inline bool is_plain_int(const ProgramSet& ps, const Node& n) {
   static_assert(WireType::Int8 < WireType::Uint32 && WireType::Float64 > WireType::Uint32);
-  return n.type <= WireType::Uint32 && !(n.flags & kNull) && !(ps.op(n.desc).flags & kSensitive);
+  return (n.type <= WireType::Uint32 || n.type == WireType::Varint || n.type == WireType::Varlong) &&
+         !(n.flags & kNull) && !(ps.op(n.desc).flags & kSensitive);
 }
 
 void value(TextBuffer& out, const ProgramSet& ps, const Frame& f, uint32_t i);
