@@ -374,6 +374,52 @@ TEST(Nested, SessionsGiveAResponseItsRequestsProtocolType) {
   EXPECT_EQ(out.frames[1]["body"]["members"][0]["metadata"]["ownedPartitions"][0]["partitions"], json::array({0, 2}));
 }
 
+// SyncGroup v3 (classic header v1, request and response): GroupId "g",
+// GenerationId 1, MemberId "m-1", GroupInstanceId null, one assignment.
+std::vector<uint8_t> sync_group_v3(const std::string& group, const std::vector<uint8_t>& assignment) {
+  test::Bytes b;
+  b.i16(14).i16(3).i32(4).str("consumer-1");                   // header v1
+  b.str(group).i32(1).str("m-1").i16(-1);
+  b.i32(1).str("m-1").i32(static_cast<int64_t>(assignment.size())).raw(assignment);
+  return b.message();
+}
+std::vector<uint8_t> sync_group_response_v3(const std::vector<uint8_t>& assignment) {
+  test::Bytes b;
+  b.i32(4);                                                    // header v0
+  b.i32(0).i16(0).i32(static_cast<int64_t>(assignment.size())).raw(assignment);  // Throttle, Error, Assignment
+  return b.message();
+}
+
+// SyncGroup before v5 names no protocol type; the session takes it from the
+// group's JoinGroup request (here on another connection), for the request's
+// assignments and the response's.
+TEST(Nested, OldSyncGroupsLearnTheirGroupsProtocolTypeFromJoinGroup) {
+  auto path = (std::filesystem::temp_directory_path() / ("kwire-sync-" + std::to_string(::getpid()) + ".pcap")).string();
+  {
+    SyntheticCapture cap(path);
+    uint32_t c1 = cap.connect(make_endpoint("10.1.1.1", 40000), make_endpoint("10.1.1.2", 9092));
+    cap.send(c1, StreamSide::FromClient, join_group_v5("consumer", subscription_v1()));
+    uint32_t c2 = cap.connect(make_endpoint("10.1.1.1", 40001), make_endpoint("10.1.1.2", 9092));
+    cap.send(c2, StreamSide::FromClient, sync_group_v3("g", assignment_v0()));
+    cap.send(c2, StreamSide::FromServer, sync_group_response_v3(assignment_v0()));
+    // A group no JoinGroup was seen for keeps its bytes.
+    cap.send(c2, StreamSide::FromClient, sync_group_v3("other", assignment_v0()));
+    cap.close(c1);
+    cap.close(c2);
+  }
+  JsonLines out;
+  KafkaSessions sessions(ps(), {}, out);
+  CaptureStats stats;
+  std::string error;
+  ASSERT_TRUE(read_capture_file(path, {}, sessions, stats, error)) << error;
+  std::filesystem::remove(path);
+  ASSERT_EQ(out.frames.size(), 4u);
+  const json assigned = json::parse(R"({"version":0,"assignedPartitions":[{"topic":"orders","partitions":[1]}],"userData":"dWQ="})");
+  EXPECT_EQ(out.frames[1]["body"]["assignments"][0]["assignment"], assigned) << out.frames[1].dump();
+  EXPECT_EQ(out.frames[2]["body"]["assignment"], assigned) << out.frames[2].dump();
+  EXPECT_EQ(out.frames[3]["body"]["assignments"][0]["assignment"], wire::base64(assignment_v0()));
+}
+
 // captures/MANIFEST.md, txn-consumer.pcapng: the capture holds the broker's
 // connection to its controller, and step 1's CreateTopics of txn-in and
 // txn-out (3 partitions each, retention.ms=-1) is forwarded to the controller

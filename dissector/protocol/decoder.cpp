@@ -511,7 +511,7 @@ bool FrameDecoder::peek_request(std::span<const uint8_t> m, RequestId& id) {
   return true;
 }
 
-void FrameDecoder::decode_request(std::span<const uint8_t> msg, Frame& out, bool cut) const {
+void FrameDecoder::decode_request(std::span<const uint8_t> msg, Frame& out, bool cut, const ResponseHint* hint) const {
   out.clear();
   out.message = msg;
   out.direction = Direction::Request;
@@ -530,7 +530,7 @@ void FrameDecoder::decode_request(std::span<const uint8_t> msg, Frame& out, bool
   Run run(ps_, out, msg.data(), msg.data() + msg.size(), 4);
   decode_header(ps_, run, out, ps_.request_header(out.header_version));
   if (run.failed()) return;
-  if (nested_) run.nest(id.api_key, Direction::Request, nullptr, 0);
+  if (nested_) run.nest(id.api_key, Direction::Request, hint, 0);
   if (!out.program) {
     auto known = ps_.versions(id.api_key, Direction::Request);
     if (known.empty())

@@ -65,7 +65,9 @@ inline bool read_request_head(std::span<const uint8_t> b, RequestHead& h) {
 // NestedPayload and nested_payloads() in program.hpp.
 
 // What a response's decoding needs from its request beyond api key and
-// version: the layouts of nested payloads the request decides.
+// version: the layouts of nested payloads the request decides. A request
+// can need it too: a SyncGroup before v5 names no protocol type, which the
+// session learns from the group's JoinGroup.
 struct ResponseHint {
   bool consumer_protocol = false;  // JoinGroup/SyncGroup: the request's ProtocolType is "consumer"
   int16_t inner_api_key = -1;      // Envelope: api key and version of the enveloped request
@@ -81,7 +83,10 @@ class FrameDecoder {
   // `message` is one whole Kafka message including its 4-byte size prefix.
   // `cut`: the capture ends inside the message; what is there is decoded and
   // the frame says it was truncated.
-  void decode_request(std::span<const uint8_t> message, Frame& out, bool cut = false) const;
+  // `hint`: what the request's own fields do not say about its nested
+  // payloads (a SyncGroup before v5 of a consumer group: consumer_protocol).
+  void decode_request(std::span<const uint8_t> message, Frame& out, bool cut = false,
+                      const ResponseHint* hint = nullptr) const;
   void decode_response(std::span<const uint8_t> message, int16_t api_key, int16_t api_version,
                        Frame& out, bool cut = false, const ResponseHint& hint = {}) const;
   // Whether payloads inside bytes fields are decoded (on by default). Replay

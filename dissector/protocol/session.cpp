@@ -10,6 +10,8 @@ namespace {
 constexpr int kRequests = 0;   // direction index: bytes from the Kafka client
 constexpr int kResponses = 1;
 constexpr int16_t kProduce = 0;
+constexpr int16_t kJoinGroup = 11;
+constexpr int16_t kSyncGroup = 14;
 constexpr int16_t kSaslHandshake = 17;
 constexpr size_t kMaxWaiting = 256;  // hunt candidates waiting for their bytes, per direction
 
@@ -485,7 +487,7 @@ void KafkaSessions::message(Conn& c, int dir, std::span<const uint8_t> msg, uint
     response(c, ctx, msg);
     return;
   }
-  decoder_.decode_request(msg, frame_);
+  decode_request(msg, false);
   if (frame_.api_key >= 0 && msg.size() >= 12) {
     const Node* acks = frame_.api_key == kProduce ? find_field(frame_, ps_, frame_.body, "Acks") : nullptr;
     if (!(acks && acks->v.i == 0)) {  // acks=0 produce is never answered
@@ -493,10 +495,43 @@ void KafkaSessions::message(Conn& c, int dir, std::span<const uint8_t> msg, uint
         c.pending.pop_front();
         ++stats_.unanswered;
       }
-      c.pending.push_back({frame_.correlation_id, frame_.api_key, frame_.api_version, response_hint(ps_, frame_)});
+      ResponseHint hint = response_hint(ps_, frame_);
+      if (frame_.api_key == kSyncGroup && frame_.api_version < 5) hint = sync_group_hint(frame_);
+      c.pending.push_back({frame_.correlation_id, frame_.api_key, frame_.api_version, hint});
     }
   }
   out_.on_frame(ctx, frame_);
+}
+
+// A request into frame_. JoinGroup requests teach the group's protocol type;
+// a SyncGroup request before v5 that turns out to be of a consumer group is
+// decoded again with its assignments read as consumer protocol payloads.
+void KafkaSessions::decode_request(std::span<const uint8_t> msg, bool cut) {
+  decoder_.decode_request(msg, frame_, cut);
+  if (frame_.api_key == kJoinGroup) {
+    learn_group_protocol(frame_);
+  } else if (frame_.api_key == kSyncGroup && frame_.api_version < 5 && frame_.program) {
+    const ResponseHint hint = sync_group_hint(frame_);
+    if (hint.consumer_protocol) decoder_.decode_request(msg, frame_, cut, &hint);
+  }
+}
+
+void KafkaSessions::learn_group_protocol(const Frame& join) {
+  if (!join.body) return;
+  const Node* group = find_field(join, ps_, join.body, "GroupId");
+  const Node* type = find_field(join, ps_, join.body, "ProtocolType");
+  if (!group || group->is_null() || !type || type->is_null()) return;
+  if (consumer_groups_.size() >= kMaxGroups) consumer_groups_.clear();
+  consumer_groups_[std::string(group->str())] = type->str() == "consumer";
+}
+
+ResponseHint KafkaSessions::sync_group_hint(const Frame& sync) const {
+  ResponseHint h;
+  const Node* group = sync.body ? find_field(sync, ps_, sync.body, "GroupId") : nullptr;
+  if (!group || group->is_null()) return h;
+  auto it = consumer_groups_.find(std::string(group->str()));
+  h.consumer_protocol = it != consumer_groups_.end() && it->second;
+  return h;
 }
 
 void KafkaSessions::response(Conn& c, FrameContext& ctx, std::span<const uint8_t> msg) {
@@ -584,7 +619,7 @@ void KafkaSessions::truncated(Conn& c, int dir, const PacketMeta& meta, const st
   }
   FrameContext ctx = context(c, dir, s.buf_offset, meta);
   if (dir == kRequests) {
-    decoder_.decode_request(s.buf, frame_, true);
+    decode_request(s.buf, true);
   } else if (auto p = s.buf.size() >= 8 ? pending_of(c, size_at(s.buf, 4)) : c.pending.end(); p != c.pending.end()) {
     decoder_.decode_response(s.buf, p->api, p->version, frame_, true, p->hint);
     answered(c, p);
