@@ -353,25 +353,38 @@ class JsonLines : public FrameHandler {
   std::vector<json> frames;
 };
 
+// The messages of a capture file as `kwire decode -T json` gives them
+// (sessions, so responses have their requests).
+std::vector<json> session_frames(const std::string& path) {
+  JsonLines out;
+  KafkaSessions sessions(ps(), {}, out);
+  CaptureStats stats;
+  std::string error;
+  EXPECT_TRUE(read_capture_file(path, {}, sessions, stats, error)) << error;
+  return out.frames;
+}
+
+// A capture file of its own for a test, removed when done.
+struct TempCapture {
+  std::string path = (std::filesystem::temp_directory_path() /
+                      ("kwire-nested-" + std::to_string(::getpid()) + ".pcap")).string();
+  ~TempCapture() { std::filesystem::remove(path); }
+};
+
 }  // namespace
 
 TEST(Nested, SessionsGiveAResponseItsRequestsProtocolType) {
-  auto path = (std::filesystem::temp_directory_path() / ("kwire-nested-" + std::to_string(::getpid()) + ".pcap")).string();
+  TempCapture file;
   {
-    SyntheticCapture cap(path);
+    SyntheticCapture cap(file.path);
     uint32_t c = cap.connect(make_endpoint("10.1.1.1", 40000), make_endpoint("10.1.1.2", 9092));
     cap.send(c, StreamSide::FromClient, join_group_v5("consumer", subscription_v1()));
     cap.send(c, StreamSide::FromServer, join_group_response_v5(subscription_v1()));
     cap.close(c);
   }
-  JsonLines out;
-  KafkaSessions sessions(ps(), {}, out);
-  CaptureStats stats;
-  std::string error;
-  ASSERT_TRUE(read_capture_file(path, {}, sessions, stats, error)) << error;
-  std::filesystem::remove(path);
-  ASSERT_EQ(out.frames.size(), 2u);
-  EXPECT_EQ(out.frames[1]["body"]["members"][0]["metadata"]["ownedPartitions"][0]["partitions"], json::array({0, 2}));
+  const auto frames = session_frames(file.path);
+  ASSERT_EQ(frames.size(), 2u);
+  EXPECT_EQ(frames[1]["body"]["members"][0]["metadata"]["ownedPartitions"][0]["partitions"], json::array({0, 2}));
 }
 
 // SyncGroup v3 (classic header v1, request and response): GroupId "g",
@@ -394,9 +407,9 @@ std::vector<uint8_t> sync_group_response_v3(const std::vector<uint8_t>& assignme
 // group's JoinGroup request (here on another connection), for the request's
 // assignments and the response's.
 TEST(Nested, OldSyncGroupsLearnTheirGroupsProtocolTypeFromJoinGroup) {
-  auto path = (std::filesystem::temp_directory_path() / ("kwire-sync-" + std::to_string(::getpid()) + ".pcap")).string();
+  TempCapture file;
   {
-    SyntheticCapture cap(path);
+    SyntheticCapture cap(file.path);
     uint32_t c1 = cap.connect(make_endpoint("10.1.1.1", 40000), make_endpoint("10.1.1.2", 9092));
     cap.send(c1, StreamSide::FromClient, join_group_v5("consumer", subscription_v1()));
     uint32_t c2 = cap.connect(make_endpoint("10.1.1.1", 40001), make_endpoint("10.1.1.2", 9092));
@@ -407,17 +420,12 @@ TEST(Nested, OldSyncGroupsLearnTheirGroupsProtocolTypeFromJoinGroup) {
     cap.close(c1);
     cap.close(c2);
   }
-  JsonLines out;
-  KafkaSessions sessions(ps(), {}, out);
-  CaptureStats stats;
-  std::string error;
-  ASSERT_TRUE(read_capture_file(path, {}, sessions, stats, error)) << error;
-  std::filesystem::remove(path);
-  ASSERT_EQ(out.frames.size(), 4u);
+  const auto frames = session_frames(file.path);
+  ASSERT_EQ(frames.size(), 4u);
   const json assigned = json::parse(R"({"version":0,"assignedPartitions":[{"topic":"orders","partitions":[1]}],"userData":"dWQ="})");
-  EXPECT_EQ(out.frames[1]["body"]["assignments"][0]["assignment"], assigned) << out.frames[1].dump();
-  EXPECT_EQ(out.frames[2]["body"]["assignment"], assigned) << out.frames[2].dump();
-  EXPECT_EQ(out.frames[3]["body"]["assignments"][0]["assignment"], wire::base64(assignment_v0()));
+  EXPECT_EQ(frames[1]["body"]["assignments"][0]["assignment"], assigned) << frames[1].dump();
+  EXPECT_EQ(frames[2]["body"]["assignment"], assigned) << frames[2].dump();
+  EXPECT_EQ(frames[3]["body"]["assignments"][0]["assignment"], wire::base64(assignment_v0()));
 }
 
 // captures/MANIFEST.md, txn-consumer.pcapng: the capture holds the broker's
@@ -426,14 +434,8 @@ TEST(Nested, OldSyncGroupsLearnTheirGroupsProtocolTypeFromJoinGroup) {
 // in an Envelope. (No capture has JoinGroup or SyncGroup: the consumers there
 // use the KIP-848 protocol, ConsumerGroupHeartbeat.)
 TEST(Nested, TheRealCapturesEnvelopeCarriesTheForwardedCreateTopics) {
-  JsonLines out;
-  KafkaSessions sessions(ps(), {}, out);
-  CaptureStats stats;
-  std::string error;
-  ASSERT_TRUE(read_capture_file(std::string(KWIRE_SOURCE_DIR) + "/captures/txn-consumer.pcapng", {}, sessions, stats,
-                                error)) << error;
   std::vector<json> envelopes;
-  for (const auto& m : out.frames)
+  for (const auto& m : session_frames(std::string(KWIRE_SOURCE_DIR) + "/captures/txn-consumer.pcapng"))
     if (m["apiKey"] == 58) envelopes.push_back(m);
   ASSERT_EQ(envelopes.size(), 2u);
   const json& req = envelopes[0];

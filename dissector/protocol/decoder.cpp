@@ -51,43 +51,23 @@ class Run {
 
   // A fixed-size primitive at p_ whose bytes are known to be present.
   [[gnu::always_inline]] void fixed(WireType t, uint32_t di, uint32_t parent, uint8_t flags) {
-    const uint32_t start = pos();
+    uint64_t v = 0;
+    uint32_t aux = 0;
     switch (t) {
-      case WireType::Int8:
-        f_.put_leaf(di, t, parent, start, 1, flags, static_cast<uint64_t>(static_cast<int64_t>(static_cast<int8_t>(*p_))), *p_);
-        p_ += 1;
-        return;
-      case WireType::Bool:  // aux keeps the raw byte for exact re-encoding
-        f_.put_leaf(di, t, parent, start, 1, flags, *p_ != 0, *p_);
-        p_ += 1;
-        return;
-      case WireType::Int16:
-        f_.put_leaf(di, t, parent, start, 2, flags, static_cast<uint64_t>(static_cast<int64_t>(static_cast<int16_t>(load_be16(p_)))));
-        p_ += 2;
-        return;
-      case WireType::Uint16:
-        f_.put_leaf(di, t, parent, start, 2, flags, load_be16(p_));
-        p_ += 2;
-        return;
-      case WireType::Int32:
-        f_.put_leaf(di, t, parent, start, 4, flags, static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(load_be32(p_)))));
-        p_ += 4;
-        return;
-      case WireType::Uint32:
-        f_.put_leaf(di, t, parent, start, 4, flags, load_be32(p_));
-        p_ += 4;
-        return;
-      case WireType::Int64: case WireType::Float64:
-        f_.put_leaf(di, t, parent, start, 8, flags, load_be64(p_));
-        p_ += 8;
-        return;
-      case WireType::Uuid:
-        f_.put_leaf(di, t, parent, start, 16, flags, 0, 16).v.p = p_;
-        p_ += 16;
-        return;
-      default:
-        return;
+      case WireType::Int8: v = static_cast<uint64_t>(static_cast<int64_t>(static_cast<int8_t>(*p_))); aux = *p_; break;
+      case WireType::Bool: v = *p_ != 0; aux = *p_; break;  // aux keeps the raw byte for exact re-encoding
+      case WireType::Int16: v = static_cast<uint64_t>(static_cast<int64_t>(static_cast<int16_t>(load_be16(p_)))); break;
+      case WireType::Uint16: v = load_be16(p_); break;
+      case WireType::Int32: v = static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(load_be32(p_)))); break;
+      case WireType::Uint32: v = load_be32(p_); break;
+      case WireType::Int64: case WireType::Float64: v = load_be64(p_); break;
+      case WireType::Uuid: aux = 16; break;  // v.p, below: the 16 bytes
+      default: return;
     }
+    const uint32_t size = fixed_size(t);
+    Node& n = f_.put_leaf(di, t, parent, pos(), size, flags, v, aux);
+    if (t == WireType::Uuid) n.v.p = p_;
+    p_ += size;
   }
 
   // Decodes a struct's fields into children of `node`.
