@@ -181,6 +181,8 @@ class MappedPcapRecords {
     else if (__builtin_bswap32(magic) == kMagicMicro || __builtin_bswap32(magic) == kMagicNano) r->swapped_ = true;
     else return nullptr;
     r->nanos_ = (r->swapped_ ? __builtin_bswap32(magic) : magic) == kMagicNano;
+    // A file system that cannot map files is read through libpcap instead.
+    if (!r->at(kFileHeader, 0)) return nullptr;
     return r;
   }
   ~MappedPcapRecords() { unmap(); }
