@@ -204,18 +204,17 @@ class Run {
       return;
     }
     if (t != WireType::Bytes) return;
-    for (const NestedPayload& p : nested_payloads()) {
-      if (p.api_key != nest_api_ || p.direction != nest_dir_ || p.field != d.name) continue;
-      if (p.consumer_protocol && !consumer_protocol()) return;
-      if (p.payload == "request") {
-        message_payload(d, n, data, len, Direction::Request, -1, -1);
-      } else if (p.payload == "response") {
-        if (hint_ && hint_->inner_api_key >= 0)
-          message_payload(d, n, data, len, Direction::Response, hint_->inner_api_key, hint_->inner_api_version);
-      } else {
-        data_payload(d, n, data, len, p.payload, p.consumer_protocol);
-      }
-      return;
+    // Which bytes fields carry what: the program set's index of nested_payloads().
+    const NestedPayload* p = ps_.nested_payload(f_.nodes[n].desc);
+    if (!p || p->api_key != nest_api_ || p->direction != nest_dir_) return;
+    if (p->consumer_protocol && !consumer_protocol()) return;
+    if (p->payload == "request") {
+      message_payload(d, n, data, len, Direction::Request, -1, -1);
+    } else if (p->payload == "response") {
+      if (hint_ && hint_->inner_api_key >= 0)
+        message_payload(d, n, data, len, Direction::Response, hint_->inner_api_key, hint_->inner_api_version);
+    } else {
+      data_payload(d, n, data, len, p->payload, p->consumer_protocol);
     }
   }
 

@@ -174,21 +174,12 @@ class Frame {
   // Builder used by the decoder, the records decoder and generators.
   // Inline: these run once per decoded field.
   [[gnu::always_inline]] uint32_t open(uint32_t desc, WireType type, uint32_t parent, uint32_t offset, uint8_t flags = 0) {
-    uint32_t idx = static_cast<uint32_t>(nodes.size());
-    Node& n = *nodes.append();
-    n.desc = desc;
-    n.offset = offset;
-    n.length = 0;
-    n.end = idx + 1;
-    n.parent = parent == kRoot ? idx : parent;
-    n.aux = 0;
-    n.v.u = 0;
-    n.flags = flags;
-    n.type = type;
-    n.tag = 0;
+    const uint32_t idx = static_cast<uint32_t>(nodes.size());
+    put_leaf(desc, type, parent == kRoot ? idx : parent, offset, 0, flags, 0);
     return idx;
   }
-  // A leaf below `parent` (never a root) with its value, in one write.
+  // A node without children yet (a leaf, or a container open() starts),
+  // `parent` already resolved, with its value, in one write.
   [[gnu::always_inline]] Node& put_leaf(uint32_t desc, WireType type, uint32_t parent, uint32_t offset, uint32_t length,
                                         uint8_t flags, uint64_t value, uint32_t aux = 0) {
     uint32_t idx = static_cast<uint32_t>(nodes.size());

@@ -487,7 +487,7 @@ void KafkaSessions::message(Conn& c, int dir, std::span<const uint8_t> msg, uint
     response(c, ctx, msg);
     return;
   }
-  decode_request(msg, false);
+  const ResponseHint hint = decode_request(msg, false);
   if (frame_.api_key >= 0 && msg.size() >= 12) {
     const Node* acks = frame_.api_key == kProduce ? find_field(frame_, ps_, frame_.body, "Acks") : nullptr;
     if (!(acks && acks->v.i == 0)) {  // acks=0 produce is never answered
@@ -495,25 +495,26 @@ void KafkaSessions::message(Conn& c, int dir, std::span<const uint8_t> msg, uint
         c.pending.pop_front();
         ++stats_.unanswered;
       }
-      ResponseHint hint = response_hint(ps_, frame_);
-      if (frame_.api_key == kSyncGroup && frame_.api_version < 5) hint = sync_group_hint(frame_);
       c.pending.push_back({frame_.correlation_id, frame_.api_key, frame_.api_version, hint});
     }
   }
   out_.on_frame(ctx, frame_);
 }
 
-// A request into frame_. JoinGroup requests teach the group's protocol type;
-// a SyncGroup request before v5 that turns out to be of a consumer group is
-// decoded again with its assignments read as consumer protocol payloads.
-void KafkaSessions::decode_request(std::span<const uint8_t> msg, bool cut) {
+// A request into frame_; returns what its response's decoding needs.
+// JoinGroup requests teach the group's protocol type; a SyncGroup request
+// before v5 that turns out to be of a consumer group is decoded again with
+// its assignments read as consumer protocol payloads, and so is its response.
+ResponseHint KafkaSessions::decode_request(std::span<const uint8_t> msg, bool cut) {
   decoder_.decode_request(msg, frame_, cut);
   if (frame_.api_key == kJoinGroup) {
     learn_group_protocol(frame_);
   } else if (frame_.api_key == kSyncGroup && frame_.api_version < 5 && frame_.program) {
     const ResponseHint hint = sync_group_hint(frame_);
     if (hint.consumer_protocol) decoder_.decode_request(msg, frame_, cut, &hint);
+    return hint;
   }
+  return response_hint(ps_, frame_);
 }
 
 void KafkaSessions::learn_group_protocol(const Frame& join) {

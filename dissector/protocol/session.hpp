@@ -162,7 +162,7 @@ class KafkaSessions : public StreamSink {
   std::unordered_map<std::string, bool> consumer_groups_;
   void learn_group_protocol(const Frame& join_request);
   ResponseHint sync_group_hint(const Frame& sync_request) const;
-  void decode_request(std::span<const uint8_t> msg, bool cut);
+  ResponseHint decode_request(std::span<const uint8_t> msg, bool cut);
 };
 
 }  // namespace kwire
