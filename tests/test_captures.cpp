@@ -34,7 +34,7 @@ std::string capture(const std::string& name) { return std::string(KWIRE_SOURCE_D
 // Every capture the scenarios write (appendix -> demo.pcapng).
 const std::vector<std::string> kCaptures = {"demo.pcapng",         "stateful.pcapng",   "admin.pcapng",
                                             "plugin-failures.pcapng", "old-client.pcapng", "topology-upgrade.pcapng",
-                                            "txn-consumer.pcapng"};
+                                            "txn-consumer.pcapng",  "classic-consumer.pcapng"};
 
 // All messages of a capture as JSON lines, in capture order; decoded once per file.
 const std::vector<json>& messages(const std::string& name) {

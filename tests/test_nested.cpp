@@ -6,6 +6,7 @@
 
 #include <deque>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -251,6 +252,22 @@ TEST(Nested, SyncGroupV5AssignmentsDecodeFromTheirOwnProtocolType) {
   EXPECT_EQ(body_json(f)["assignment"], expected);
 }
 
+// A failed SyncGroup's response carries an empty assignment (the group
+// coordinator's default; clients read the assignment only on success): no
+// payload, not a malformed one. An empty subscription in a JoinGroup request
+// stays an error (AnEmptyOrNegativeVersionIsAnError).
+TEST(Nested, AFailedSyncGroupsEmptyAssignmentIsNoPayload) {
+  test::Bytes r;
+  r.i32(9).tags0();
+  r.i32(0).i16(27).cstr("consumer").cnull().cbytes({}).tags0();  // REBALANCE_IN_PROGRESS, ProtocolName null
+  FrameDecoder d(ps());
+  Frame f;
+  d.decode_response(keep(r.message()), 14, 5, f);
+  ASSERT_TRUE(f.ok()) << f.errors.front().reason;
+  EXPECT_EQ(body_json(f)["assignment"], "");
+  EXPECT_EQ(body_json(f)["errorCode"], 27);
+}
+
 namespace {
 
 // DefaultPrincipalData v0 (flexible): Type, Name, TokenAuthenticated.
@@ -431,8 +448,8 @@ TEST(Nested, OldSyncGroupsLearnTheirGroupsProtocolTypeFromJoinGroup) {
 // captures/MANIFEST.md, txn-consumer.pcapng: the capture holds the broker's
 // connection to its controller, and step 1's CreateTopics of txn-in and
 // txn-out (3 partitions each, retention.ms=-1) is forwarded to the controller
-// in an Envelope. (No capture has JoinGroup or SyncGroup: the consumers there
-// use the KIP-848 protocol, ConsumerGroupHeartbeat.)
+// in an Envelope. (The consumers there use the KIP-848 protocol,
+// ConsumerGroupHeartbeat; classic-consumer.pcapng has JoinGroup and SyncGroup.)
 TEST(Nested, TheRealCapturesEnvelopeCarriesTheForwardedCreateTopics) {
   std::vector<json> envelopes;
   for (const auto& m : session_frames(std::string(KWIRE_SOURCE_DIR) + "/captures/txn-consumer.pcapng"))
@@ -461,6 +478,62 @@ TEST(Nested, TheRealCapturesEnvelopeCarriesTheForwardedCreateTopics) {
   EXPECT_EQ(answer["body"]["topics"][0]["name"], "txn-in");
   EXPECT_EQ(answer["body"]["topics"][1]["name"], "txn-out");
   EXPECT_EQ(answer["body"]["topics"][0]["numPartitions"], 3);
+}
+
+// captures/MANIFEST.md, classic-consumer.pcapng: members a (client.rack
+// rack-a) and b (rack-b) of group classic-app, CooperativeStickyAssignor, on
+// the 4 partitions of classic-in. What the clients' rebalance listeners saw:
+// a alone gets 0-3 (generation 1); b joins: a keeps 0-1 and b gets nothing
+// (generation 2, b's SyncGroup fails with REBALANCE_IN_PROGRESS), then b gets
+// 2-3 (generation 3); b leaves and a takes 0-3 back (generation 4). Each
+// rejoin's subscription names the member's last generation and what it owned.
+TEST(Nested, TheRealClassicConsumerGroupsSubscriptionsAndAssignments) {
+  std::map<std::string, std::string> client_of;   // client endpoint and correlation id of a SyncGroup -> client id
+  auto key = [](const json& m, const char* client_side) {
+    return m[client_side].get<std::string>() + "/" + std::to_string(m["correlationId"].get<int>());
+  };
+  std::map<std::string, std::vector<json>> joins, syncs;
+  for (const auto& m : session_frames(std::string(KWIRE_SOURCE_DIR) + "/captures/classic-consumer.pcapng")) {
+    EXPECT_FALSE(m.contains("error")) << m.dump();
+    if (m["apiKey"] == 11 && m["direction"] == "request") {
+      ASSERT_EQ(m["body"]["protocolType"], "consumer");
+      ASSERT_EQ(m["body"]["protocols"].size(), 1u);
+      EXPECT_EQ(m["body"]["protocols"][0]["name"], "cooperative-sticky");
+      joins[m["header"]["clientId"]].push_back(m["body"]["protocols"][0]["metadata"]);
+    }
+    if (m["apiKey"] == 14 && m["direction"] == "request") client_of[key(m, "src")] = m["header"]["clientId"];
+    if (m["apiKey"] == 14 && m["direction"] == "response") syncs[client_of.at(key(m, "dst"))].push_back(m["body"]);
+  }
+  auto subscription = [](int generation, const char* rack, const char* owned) {
+    json s = {{"version", 3}, {"topics", {"classic-in"}}, {"generationId", generation}, {"rackId", rack},
+              {"ownedPartitions", json::parse(owned)}};
+    return s;
+  };
+  auto check_joins = [&](const std::string& client, const std::vector<json>& want) {
+    ASSERT_EQ(joins[client].size(), want.size()) << client;
+    for (size_t i = 0; i < want.size(); ++i)
+      for (const auto& [k, v] : want[i].items()) EXPECT_EQ(joins[client][i][k], v) << client << " JoinGroup " << i << " " << k;
+  };
+  // The first JoinGroup of each member is answered MEMBER_ID_REQUIRED and sent again.
+  check_joins("kwire-classic-a", {subscription(-1, "rack-a", "[]"), subscription(-1, "rack-a", "[]"),
+                                  subscription(1, "rack-a", R"([{"topic":"classic-in","partitions":[0,1,2,3]}])"),
+                                  subscription(2, "rack-a", R"([{"topic":"classic-in","partitions":[0,1]}])"),
+                                  subscription(3, "rack-a", R"([{"topic":"classic-in","partitions":[0,1]}])")});
+  check_joins("kwire-classic-b", {subscription(-1, "rack-b", "[]"), subscription(-1, "rack-b", "[]"),
+                                  subscription(2, "rack-b", "[]")});
+  auto assigned = [](const std::vector<json>& bodies) {
+    std::vector<json> out;
+    for (const auto& b : bodies)
+      out.push_back(b["errorCode"] == 0 ? b["assignment"]["assignedPartitions"] : json(b["errorCode"]));
+    return out;
+  };
+  const json all = json::parse(R"([{"topic":"classic-in","partitions":[0,1,2,3]}])");
+  const json low = json::parse(R"([{"topic":"classic-in","partitions":[0,1]}])");
+  const json high = json::parse(R"([{"topic":"classic-in","partitions":[2,3]}])");
+  EXPECT_EQ(assigned(syncs["kwire-classic-a"]), (std::vector<json>{all, low, low, all}));
+  EXPECT_EQ(assigned(syncs["kwire-classic-b"]), (std::vector<json>{json(27), high}));
+  ASSERT_EQ(syncs["kwire-classic-b"].size(), 2u);
+  EXPECT_EQ(syncs["kwire-classic-b"][0]["assignment"], "");   // the failed one's: empty bytes, no payload
 }
 
 // Display filters and -T fields reach into payloads by their JSON names, as

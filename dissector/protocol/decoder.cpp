@@ -208,6 +208,7 @@ class Run {
     const NestedPayload* p = ps_.nested_payload(f_.nodes[n].desc);
     if (!p || p->api_key != nest_api_ || p->direction != nest_dir_) return;
     if (p->consumer_protocol && !consumer_protocol()) return;
+    if (len == 0 && p->empty_is_none) return;
     if (p->payload == "request") {
       message_payload(d, n, data, len, Direction::Request, -1, -1);
     } else if (p->payload == "response") {

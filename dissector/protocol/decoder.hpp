@@ -49,7 +49,8 @@ inline bool read_request_head(std::span<const uint8_t> b, RequestHead& h) {
 //     ConsumerProtocolSubscription; SyncGroup (14) Assignments[].Assignment,
 //     response Assignment: ConsumerProtocolAssignment. Only when the group's
 //     protocol type is "consumer": the message's own ProtocolType field, or
-//     for a response without one, its request's.
+//     for a response without one, its request's. A SyncGroup response's
+//     empty Assignment (a failed SyncGroup's) carries none.
 // Data structs are version-prefixed (int16, then the struct at that
 // version): node layout bytes -> struct (desc: the data spec's root) ->
 // Version (kDescNestedVersion), the fields, and TrailingBytes

@@ -232,7 +232,7 @@ std::span<const NestedPayload> nested_payloads() {
     {11, Direction::Request, "Metadata", "Protocols[].Metadata", "ConsumerProtocolSubscription", true},
     {11, Direction::Response, "Metadata", "Members[].Metadata", "ConsumerProtocolSubscription", true},
     {14, Direction::Request, "Assignment", "Assignments[].Assignment", "ConsumerProtocolAssignment", true},
-    {14, Direction::Response, "Assignment", "Assignment", "ConsumerProtocolAssignment", true},
+    {14, Direction::Response, "Assignment", "Assignment", "ConsumerProtocolAssignment", true, true},
     {58, Direction::Request, "RequestData", "RequestData", "request", false},
     {58, Direction::Request, "RequestPrincipal", "RequestPrincipal", "DefaultPrincipalData", false},
     {58, Direction::Response, "ResponseData", "ResponseData", "response", false},

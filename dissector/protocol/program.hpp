@@ -150,6 +150,10 @@ struct NestedPayload {
   std::string_view path;      // where it is in the message, for people
   std::string_view payload;   // a data spec, or "request" / "response": a whole message
   bool consumer_protocol;     // only in groups of protocol type "consumer"; newer versions read as the newest known
+  // An empty value carries no payload: the group coordinator answers a
+  // failed SyncGroup (and a member the leader assigned nothing) with an
+  // empty assignment, which clients never read.
+  bool empty_is_none = false;
 };
 // Every such field.
 std::span<const NestedPayload> nested_payloads();
