@@ -88,6 +88,7 @@ int specs_command(std::vector<std::string> args) {
       it->second.second = std::max<int>(it->second.second, d.version);
     }
     std::cout << "\nPayloads decoded inside bytes fields:\n";
+    std::vector<std::pair<std::string, std::string>> rows;   // where, what: aligned once all are known
     for (const auto& p : nested_payloads()) {
       const MessageProgram* m = ps.find_api(std::to_string(p.api_key));
       std::string where = std::string(m ? m->api_name : "?") + (p.direction == Direction::Request ? " request " : " response ") +
@@ -100,8 +101,11 @@ int specs_command(std::vector<std::string> args) {
         what = "a whole " + what + " (header, body)";
       }
       if (p.consumer_protocol) what += ", when the protocol type is consumer";
-      printf("  %-42s %s\n", where.c_str(), what.c_str());
+      rows.emplace_back(std::move(where), std::move(what));
     }
+    size_t width = 0;
+    for (const auto& r : rows) width = std::max(width, r.first.size());
+    for (const auto& [where, what] : rows) printf("  %-*s  %s\n", static_cast<int>(width), where.c_str(), what.c_str());
     std::cout << "\n" << apis.size() << " APIs. Shipped overlays (--overlay NAME):";
     for (const auto& n : builtin_overlay_names()) std::cout << " " << n;
     std::cout << "\n";

@@ -7,6 +7,8 @@
 #include <deque>
 #include <filesystem>
 #include <map>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -534,6 +536,52 @@ TEST(Nested, TheRealClassicConsumerGroupsSubscriptionsAndAssignments) {
   EXPECT_EQ(assigned(syncs["kwire-classic-b"]), (std::vector<json>{json(27), high}));
   ASSERT_EQ(syncs["kwire-classic-b"].size(), 2u);
   EXPECT_EQ(syncs["kwire-classic-b"][0]["assignment"], "");   // the failed one's: empty bytes, no payload
+
+  // DescribeGroups of the Stable group at generation 3: each member's
+  // subscription is the one of its last JoinGroup, its assignment generation 3's.
+  std::vector<json> described;
+  for (const auto& m : session_frames(std::string(KWIRE_SOURCE_DIR) + "/captures/classic-consumer.pcapng"))
+    if (m["apiKey"] == 15 && m["direction"] == "response") described.push_back(m["body"]["groups"][0]);
+  ASSERT_EQ(described.size(), 2u);
+  EXPECT_EQ(described[0]["groupState"], "Stable");
+  ASSERT_EQ(described[0]["members"].size(), 2u);
+  for (const auto& member : described[0]["members"]) {
+    const bool a = member["clientId"] == "kwire-classic-a";
+    EXPECT_EQ(member["memberMetadata"], a ? joins["kwire-classic-a"][3] : joins["kwire-classic-b"][2]);
+    EXPECT_EQ(member["memberAssignment"]["assignedPartitions"], a ? low : high);
+  }
+  EXPECT_EQ(described[1]["groupState"], "Empty");
+}
+
+// DescribeGroups v0 response: a consumer group whose member's metadata and
+// assignment decode, a member described while the group rebalances (empty
+// ones: no payload), and a group of another protocol type (bytes).
+TEST(Nested, DescribeGroupsMembersDecodeByTheirGroupsProtocolType) {
+  auto sub = subscription_v1();
+  auto asg = assignment_v0();
+  test::Bytes b;
+  b.i32(5);                                                                   // header v0
+  b.i32(3);                                                                   // Groups
+  b.i16(0).str("g").str("Stable").str("consumer").str("range");             // ErrorCode, GroupId, State, ProtocolType, Data
+  b.i32(1).str("m-1").str("c-1").str("/10.0.0.1");                          // Members: MemberId, ClientId, ClientHost
+  b.i32(static_cast<int64_t>(sub.size())).raw(sub).i32(static_cast<int64_t>(asg.size())).raw(asg);
+  b.i16(0).str("h").str("PreparingRebalance").str("consumer").str("");
+  b.i32(1).str("m-2").str("c-2").str("/10.0.0.2").i32(0).i32(0);            // empty metadata and assignment
+  b.i16(0).str("k").str("Stable").str("connect").str("sessioned");
+  b.i32(1).str("m-3").str("c-3").str("/10.0.0.3").i32(2).raw("ab").i32(0);
+  FrameDecoder d(ps());
+  Frame f;
+  d.decode_response(keep(b.message()), 15, 0, f);
+  ASSERT_TRUE(f.ok()) << f.errors.front().reason;
+  const json groups = body_json(f)["groups"];
+  EXPECT_EQ(groups[0]["members"][0]["memberMetadata"],
+            json::parse(R"({"version":1,"topics":["orders"],"userData":null,
+                            "ownedPartitions":[{"topic":"orders","partitions":[0,2]}]})"));
+  EXPECT_EQ(groups[0]["members"][0]["memberAssignment"],
+            json::parse(R"({"version":0,"assignedPartitions":[{"topic":"orders","partitions":[1]}],"userData":"dWQ="})"));
+  EXPECT_EQ(groups[1]["members"][0]["memberMetadata"], "");
+  EXPECT_EQ(groups[1]["members"][0]["memberAssignment"], "");
+  EXPECT_EQ(groups[2]["members"][0]["memberMetadata"], "YWI=");   // base64("ab")
 }
 
 // Display filters and -T fields reach into payloads by their JSON names, as
@@ -606,12 +654,30 @@ TEST(Nested, FiltersAndFieldsReachIntoTheEnvelopeOfTheRealCapture) {
 TEST(Nested, SpecsListsThePayloads) {
   auto r = test::kwire_cmd("specs");
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_NE(r.out.find("JoinGroup request Protocols[].Metadata     ConsumerProtocolSubscription v0-3, when the "
-                       "protocol type is consumer"),
-            std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("SyncGroup response Assignment              ConsumerProtocolAssignment v0-3"), std::string::npos);
-  EXPECT_NE(r.out.find("Envelope request RequestPrincipal          DefaultPrincipalData v0\n"), std::string::npos);
-  EXPECT_NE(r.out.find("Envelope response ResponseData             a whole response (header, body)"), std::string::npos);
+  const size_t from = r.out.find("Payloads decoded inside bytes fields:\n");
+  ASSERT_NE(from, std::string::npos) << r.out;
+  // Rows "  WHERE  WHAT", the WHAT column aligned on every row.
+  std::map<std::string, std::string> rows;
+  std::set<size_t> column;
+  std::istringstream in(r.out.substr(from));
+  std::string line;
+  std::getline(in, line);
+  while (std::getline(in, line) && !line.empty()) {
+    const size_t gap = line.find("  ", 2);
+    ASSERT_NE(gap, std::string::npos) << line;
+    const size_t what = line.find_first_not_of(' ', gap);
+    column.insert(what);
+    rows[line.substr(2, gap - 2)] = line.substr(what);
+  }
+  EXPECT_EQ(column.size(), 1u) << r.out;
+  EXPECT_EQ(rows.size(), 9u) << r.out;
+  EXPECT_EQ(rows["JoinGroup request Protocols[].Metadata"],
+            "ConsumerProtocolSubscription v0-3, when the protocol type is consumer");
+  EXPECT_EQ(rows["SyncGroup response Assignment"], "ConsumerProtocolAssignment v0-3, when the protocol type is consumer");
+  EXPECT_EQ(rows["DescribeGroups response Groups[].Members[].MemberAssignment"],
+            "ConsumerProtocolAssignment v0-3, when the protocol type is consumer");
+  EXPECT_EQ(rows["Envelope request RequestPrincipal"], "DefaultPrincipalData v0");
+  EXPECT_EQ(rows["Envelope response ResponseData"], "a whole response (header, body)");
 }
 
 // The example in README.md (`kwire decode`): a JoinGroup v5 of a cooperative-sticky

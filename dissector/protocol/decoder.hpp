@@ -51,6 +51,9 @@ inline bool read_request_head(std::span<const uint8_t> b, RequestHead& h) {
 //     protocol type is "consumer": the message's own ProtocolType field, or
 //     for a response without one, its request's. A SyncGroup response's
 //     empty Assignment (a failed SyncGroup's) carries none.
+//   DescribeGroups (15) response Groups[].Members[].MemberMetadata and
+//     MemberAssignment: the same, by the group's own ProtocolType; empty
+//     ones (a group that is not Stable) carry none.
 // Data structs are version-prefixed (int16, then the struct at that
 // version): node layout bytes -> struct (desc: the data spec's root) ->
 // Version (kDescNestedVersion), the fields, and TrailingBytes

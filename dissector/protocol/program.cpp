@@ -233,6 +233,11 @@ std::span<const NestedPayload> nested_payloads() {
     {11, Direction::Response, "Metadata", "Members[].Metadata", "ConsumerProtocolSubscription", true},
     {14, Direction::Request, "Assignment", "Assignments[].Assignment", "ConsumerProtocolAssignment", true},
     {14, Direction::Response, "Assignment", "Assignment", "ConsumerProtocolAssignment", true, true},
+    // A group that is not Stable is described with empty metadata and assignments.
+    {15, Direction::Response, "MemberMetadata", "Groups[].Members[].MemberMetadata", "ConsumerProtocolSubscription", true,
+     true},
+    {15, Direction::Response, "MemberAssignment", "Groups[].Members[].MemberAssignment", "ConsumerProtocolAssignment",
+     true, true},
     {58, Direction::Request, "RequestData", "RequestData", "request", false},
     {58, Direction::Request, "RequestPrincipal", "RequestPrincipal", "DefaultPrincipalData", false},
     {58, Direction::Response, "ResponseData", "ResponseData", "response", false},

@@ -151,8 +151,9 @@ struct NestedPayload {
   std::string_view payload;   // a data spec, or "request" / "response": a whole message
   bool consumer_protocol;     // only in groups of protocol type "consumer"; newer versions read as the newest known
   // An empty value carries no payload: the group coordinator answers a
-  // failed SyncGroup (and a member the leader assigned nothing) with an
-  // empty assignment, which clients never read.
+  // failed SyncGroup with an empty assignment, which clients never read,
+  // and describes the members of a group that is not Stable with empty
+  // metadata and assignments.
   bool empty_is_none = false;
 };
 // Every such field.

@@ -21,7 +21,7 @@ import java.util.SplittableRandom;
 
 /**
  * Payloads inside payloads, made by Kafka's classes: a random JoinGroup,
- * SyncGroup or Envelope message (as the JSON its converter reads) gets bytes
+ * SyncGroup, DescribeGroups response or Envelope message (as the JSON its converter reads) gets bytes
  * fields that carry real serialized structures, and the corpus line says what
  * they are:
  *
@@ -49,7 +49,8 @@ final class Nested {
 
     /** Whether messages of this api carry nested payloads kwire decodes. */
     static boolean applies(Kafka.Triple t) {
-        return t.api == ApiKeys.JOIN_GROUP || t.api == ApiKeys.SYNC_GROUP || t.api == ApiKeys.ENVELOPE;
+        return t.api == ApiKeys.JOIN_GROUP || t.api == ApiKeys.SYNC_GROUP || t.api == ApiKeys.ENVELOPE
+            || (t.api == ApiKeys.DESCRIBE_GROUPS && !t.request);
     }
 
     /** What fill() adds to the corpus line. */
@@ -80,6 +81,21 @@ final class Nested {
             } else {
                 json.set("assignment", consumerData(ConsumerProtocolAssignment.class, "ConsumerProtocolAssignment", rnd, shape,
                     "/assignment", r));
+            }
+        } else if (t.api == ApiKeys.DESCRIBE_GROUPS) {
+            // Each group of protocol type "consumer": its members' subscriptions and assignments.
+            int g = 0;
+            for (JsonNode group : json.withArray("groups")) {
+                ((ObjectNode) group).put("protocolType", "consumer");
+                int m = 0;
+                for (JsonNode member : ((ObjectNode) group).withArray("members")) {
+                    String at = "/groups/" + g + "/members/" + m++;
+                    ((ObjectNode) member).set("memberMetadata", consumerData(ConsumerProtocolSubscription.class,
+                        "ConsumerProtocolSubscription", rnd, shape, at + "/memberMetadata", r));
+                    ((ObjectNode) member).set("memberAssignment", consumerData(ConsumerProtocolAssignment.class,
+                        "ConsumerProtocolAssignment", rnd, shape, at + "/memberAssignment", r));
+                }
+                ++g;
             }
         } else if (t.api == ApiKeys.ENVELOPE) {
             if (t.request) {
