@@ -1,10 +1,12 @@
 -- The decoder of kwire.lua: kwire's second implementation, for Wireshark
 -- builds that cannot load the C plugin (kwire.so). It walks the generated
--- tables above (D: field descriptors, S: structs, M: messages, the compiled
--- programs of kwire) and builds the same tree as the C plugin: the same
--- protocol and field names, arrays as "Name (count)" subtrees, kwire.null
--- under null fields, kwire.error_code for error codes. The tests compare its
--- tshark output field by field with the C plugin's.
+-- tables above (D: field descriptors, S: structs, M: messages, NESTED and
+-- DATA: the payloads inside bytes fields; the compiled programs of kwire)
+-- and builds the same tree as the C plugin: the same protocol and field
+-- names, arrays as "Name (count)" subtrees, kwire.null under null fields,
+-- kwire.error_code for error codes, consumer protocol metadata and
+-- assignments and Envelope messages decoded below their bytes fields. The
+-- tests compare its tshark output field by field with the C plugin's.
 --
 -- Not here, unlike the C plugin: snappy, lz4 and zstd record batches (gzip is
 -- decompressed with Wireshark's own zlib), records inside compressed legacy
@@ -94,13 +96,15 @@ kwire.prefs.heuristic = Pref.bool("Find Kafka on any port", true,
 
 -- ---- Reading -----------------------------------------------------------------
 
--- One decode run over a PDU: position, end (narrowed inside tagged fields),
--- the first error, and what the summary line needs.
+-- One decode run over a PDU, or over a payload inside one of its bytes
+-- fields: position, end (narrowed inside tagged fields), whether the run
+-- failed, and what the summary line needs. A run records its first error
+-- only, after those of the runs before it (R.errs: the PDU's errors, in
+-- order; R.prefix names the payload a nested run reads).
 local function fail(R, at, reason)
   if not R.failed then
     R.failed = true
-    R.err_offset = at
-    R.err_reason = reason
+    R.errs[#R.errs + 1] = {offset = at, reason = R.prefix .. reason}
   end
   return false
 end
@@ -228,7 +232,7 @@ end
 
 -- ---- Building the tree -------------------------------------------------------
 
-local decode_field
+local decode_field, nested_payload
 
 local function null_child(R, item)
   item:add(f_null, R.tvb(0, 0)):set_generated()
@@ -247,7 +251,9 @@ local function note_error_code(R, tree, item, range, F, v)
 end
 
 -- The summary line's material: top-level fields and the first nested error.
+-- A payload inside a bytes field is another message: none of its fields.
 local function note_summary(R, depth, d, value, path, element)
+  if R.inner > 0 then return end
   if depth == 1 and not element then R.top[d[1]] = value end
   if R.in_records then return end
   if depth > 1 and not element and has(d[5], ERROR_CODE) and value ~= 0 and not R.nested_error then
@@ -531,7 +537,7 @@ decode_field = function(R, tree, desc, parent_abbrev, depth, parent_path, elemen
     else value = uuid_text(range) end
     R.pos = start + n
     local item = add_value(R, tree, F, range, value)
-    if has(d[5], ERROR_CODE) and not element then note_error_code(R, tree, item, range, F, value) end
+    if has(d[5], ERROR_CODE) and not element and R.inner == 0 then note_error_code(R, tree, item, range, F, value) end
     note_summary(R, depth, d, value, path, element)
     return true
   end
@@ -567,11 +573,19 @@ decode_field = function(R, tree, desc, parent_abbrev, depth, parent_path, elemen
       return true
     end
     if t == STRING then
-      local s = len > 0 and utf8_clean(tvb(data, len):raw()) or ""
+      local raw = len > 0 and tvb(data, len):raw() or ""
+      local s = utf8_clean(raw)
       tree:add(F.pf, whole, s)
       note_summary(R, depth, d, s, path, element)
+      if depth == 1 and not element and R.inner == 0 then R.raw[d[1]] = raw end
+      -- JoinGroup and SyncGroup name their protocol type before the payloads.
+      if R.nest_api and d[1] == "ProtocolType" then
+        R.protocol_type = raw
+      end
     elseif t == BYTES then
-      tree:add(F.pf, tvb(data, len))
+      local item = tree:add(F.pf, tvb(data, len))
+      if depth == 1 and not element and R.inner == 0 then R.blobs[d[1]] = {pos = data, len = len} end
+      if R.nest_api then nested_payload(R, item, desc, abbrev, data, len) end
     else
       local item = tree:add(F.pf, whole)
       item:append_text(string.format(": %d bytes", len))
@@ -632,6 +646,141 @@ decode_field = function(R, tree, desc, parent_abbrev, depth, parent_path, elemen
   return fail(R, start, d[1] .. ": type " .. t .. " cannot appear in a message")
 end
 
+-- ---- Payloads inside payloads ---------------------------------------------------
+
+-- Some bytes fields carry serialized Kafka structures (NESTED): an Envelope's
+-- request (header, body) and its principal, the response to it, a JoinGroup
+-- member's subscription and a SyncGroup assignment (consumer groups only).
+-- Such a payload is shown below its bytes field when it decodes; when it does
+-- not, its error is the PDU's and the outer message goes on. Tree items cannot
+-- be taken back, so a payload is read first into a tree that keeps nothing.
+local NOOP = setmetatable({}, {__index = function(t) return function() return t end end})
+local NO_HINT = {consumer_protocol = false, inner_api_key = -1, inner_api_version = -1}
+local MAX_NEST_DEPTH = 2   -- an enveloped JoinGroup's metadata, no deeper
+
+-- Which bytes fields of the message a run reads may carry payloads: those of
+-- `api` in direction `dir` (0: request, 1: response). `hint`: what the
+-- message's request said (or nil).
+local function nest(R, api, dir, hint, depth)
+  R.nest_api = nil
+  if depth < MAX_NEST_DEPTH and NESTED_APIS[api] then R.nest_api = api end
+  R.nest_dir = dir
+  R.hint = hint
+  R.nest_depth = depth
+end
+
+-- A run over a payload's bytes, offsets still from the start of the PDU; its
+-- errors go to `errs`.
+local function sub_run(R, data, len, prefix, errs)
+  return {tvb = R.tvb, pos = data, stop = data + len, failed = false, errs = errs, prefix = R.prefix .. prefix,
+          inner = R.inner + 1, nest_depth = R.nest_depth + 1}
+end
+
+-- The message's own ProtocolType when it has one (not null), else its request's.
+local function consumer_protocol(R)
+  if R.protocol_type ~= nil then return R.protocol_type == "consumer" end
+  return R.hint ~= nil and R.hint.consumer_protocol
+end
+
+-- A version-prefixed data struct: its version, then its fields named below
+-- the bytes field `abbrev`, then the bytes its version does not describe.
+-- `newest_for_unknown`: a newer version than known is read as the newest known.
+local function data_struct(S, tree, abbrev, spec, newest_for_unknown)
+  local start = S.pos
+  local left = S.stop - S.pos
+  if left < 2 then return fail(S, start, "needs a 2-byte version, " .. left .. " present") end
+  local version = S.tvb(start, 2):int()
+  local versions = DATA[spec] or {}
+  local root = version >= 0 and versions[version] or nil
+  if not root and version >= 0 and newest_for_unknown then
+    local best
+    for v, r in pairs(versions) do
+      if v < version and (not best or v > best) then best, root = v, r end
+    end
+  end
+  if not root then return fail(S, start, "unknown version " .. version) end
+  tree:add(FIELDS[abbrev .. "." .. D[NESTED_VERSION + 1][2]].pf, S.tvb(start, 2), version)
+  S.pos = start + 2
+  local ok = structure(S, tree, D[root + 1][6], abbrev, 1, "")
+  if ok and S.stop > S.pos then
+    -- Kafka reads the fields it knows and ignores the rest.
+    tree:add(FIELDS[abbrev .. "." .. D[NESTED_TRAILING + 1][2]].pf, S.tvb(S.pos, S.stop - S.pos))
+    S.pos = S.stop
+  end
+  return ok
+end
+
+-- A whole message without size prefix: header, then body, as a top-level
+-- message's. A request names its api and version in its header; a response
+-- takes them from `api`, `version`.
+local function inner_message(S, tree, dir, api, version)
+  local tvb = S.tvb
+  local start = S.pos
+  local request = dir == 0
+  if request then
+    local left = S.stop - S.pos
+    if left < 4 then return fail(S, start, "request header needs 4 bytes, " .. left .. " present") end
+    api, version = tvb(start, 2):int(), tvb(start + 2, 2):int()
+  end
+  local m = M[api * 131072 + version * 2 + dir]
+  local hv
+  if m then hv = m[4]
+  elseif request then hv = (api == 7 and version == 0) and 0 or 1
+  else hv = 0 end
+  local hd = D[(request and REQUEST_HEADER[hv] or RESPONSE_HEADER[hv]) + 1]
+  local habbrev = "kwire." .. hd[2]
+  local hitem = tree:add(FIELDS[habbrev].pf, tvb(start, 0))
+  local ok = structure(S, hitem, hd[6], habbrev, 0, "")
+  hitem:set_len(S.pos - start)
+  if not ok then return false end
+  if not m then
+    return fail(S, start, "no spec for api key " .. api .. " v" .. version .. (request and " request" or " response"))
+  end
+  nest(S, api, dir, nil, S.nest_depth)   -- the enveloped message's own payloads
+  local root = D[m[1] + 1]
+  local babbrev = "kwire." .. root[2]
+  local bstart = S.pos
+  local bitem = tree:add(FIELDS[babbrev].pf, tvb(bstart, 0))
+  ok = structure(S, bitem, root[6], babbrev, 1, "")
+  bitem:set_len(S.pos - bstart)
+  if ok and S.stop > S.pos then
+    return fail(S, S.pos, (S.stop - S.pos) .. " bytes left after the end of " .. m[3] .. " v" .. version)
+  end
+  return ok
+end
+
+-- Reads a payload twice: into a tree that keeps nothing, to learn whether it
+-- decodes, then, if it does, below the bytes item.
+local function show_payload(R, item, data, len, prefix, read)
+  local errs = {}
+  if not read(sub_run(R, data, len, prefix, errs), NOOP) then
+    for _, e in ipairs(errs) do R.errs[#R.errs + 1] = e end
+    return
+  end
+  read(sub_run(R, data, len, prefix, R.errs), item)
+end
+
+-- The bytes field `desc` (field `abbrev`, shown as `item`) of the message R reads.
+nested_payload = function(R, item, desc, abbrev, data, len)
+  local p = NESTED[desc]
+  if not p or p[3] ~= R.nest_api or p[4] ~= R.nest_dir then return end
+  if p[2] and not consumer_protocol(R) then return end
+  if len == 0 and p[5] then return end   -- a failed SyncGroup's empty assignment, say
+  local name = D[desc + 1][1]
+  if p[1] == "request" then
+    show_payload(R, item, data, len, name .. ": ", function(S, tree) return inner_message(S, tree, 0) end)
+  elseif p[1] == "response" then
+    local h = R.hint
+    if h and h.inner_api_key >= 0 then
+      show_payload(R, item, data, len, name .. ": ",
+        function(S, tree) return inner_message(S, tree, 1, h.inner_api_key, h.inner_api_version) end)
+    end
+  else
+    show_payload(R, item, data, len, name .. " (" .. p[1] .. "): ",
+      function(S, tree) return data_struct(S, tree, abbrev, p[1], p[2]) end)
+  end
+end
+
 -- ---- Summary line (as kwire decode prints it) ------------------------------------
 
 local SUMMARY = {{"GroupId", "group"}, {"MemberId", "member"}, {"MemberEpoch", "epoch"},
@@ -662,7 +811,7 @@ local function summary(R, info)
       o[#o + 1] = " " .. R.nested_error.path .. "=" .. (ERROR_NAMES[R.nested_error.value] or "")
     end
   end
-  if R.failed then o[#o + 1] = string.format(" [malformed at offset %d: %s]", R.err_offset, R.err_reason) end
+  for _, e in ipairs(R.errs) do o[#o + 1] = string.format(" [malformed at offset %d: %s]", e.offset, e.reason) end
   return table.concat(o)
 end
 
@@ -673,11 +822,17 @@ local connections = {}     -- tcp.stream -> {server, pending, dead, sasl_raw}
 local pdu_infos = {}       -- frame number -> list of what the first pass learnt, per PDU
 local known_brokers = {}   -- "address:port" of endpoints that answered Kafka requests
 local pdu_index = 0
+-- Group id -> whether its JoinGroup requests named protocol type "consumer",
+-- learnt on the first pass in packet order: a SyncGroup before v5 does not
+-- say. Forgotten wholesale when it gets large.
+local consumer_groups, consumer_group_count = {}, 0
+local MAX_GROUPS = 65536
 
 function kwire.init()
   connections = {}
   pdu_infos = {}
   known_brokers = {}
+  consumer_groups, consumer_group_count = {}, 0
 end
 
 local function endpoint(addr, port) return tostring(addr) .. ":" .. tostring(port) end
@@ -731,12 +886,105 @@ local function classify(c, pinfo, tvb, info)
   for i, p in ipairs(c.pending) do
     if p.corr == corr then
       info.api, info.version, info.peer_frame, info.request_ts = p.api, p.version, p.frame, p.ts
+      info.hint = p.info.hint   -- what the request said about the response's payloads
       p.info.peer_frame = pinfo.number
       for _ = 1, i do table.remove(c.pending, 1) end
       return
     end
   end
   info.unmatched = true
+end
+
+-- A run over a whole PDU from its header on.
+local function new_run(tvb, len)
+  return {tvb = tvb, pos = 4, stop = len, failed = false, errs = {}, prefix = "", inner = 0, nest_depth = 0,
+          error_fields = 0, errors = 0, top = {}, groups = {}, raw = {}, blobs = {}, corr = 0}
+end
+
+-- The header, then the body when the api and version are known. `hint`: what
+-- the message's request said about its payloads (nil for most requests).
+local function decode_message(R, top, request, program, hint)
+  local tvb = R.tvb
+  local hv
+  if program then hv = program[4]
+  elseif request then hv = 1
+  else hv = 0 end
+  local hdesc = request and REQUEST_HEADER[hv] or RESPONSE_HEADER[hv]
+  local hd = D[hdesc + 1]
+  local hitem = top:add(FIELDS["kwire." .. hd[2]].pf, tvb(4, 0))
+  local hstart = R.pos
+  local ok = structure(R, hitem, hd[6], "kwire." .. hd[2], 0, "")
+  hitem:set_len(R.pos - hstart)
+  if not ok then return end
+  nest(R, R.api_key, request and 0 or 1, hint, 0)
+  if not program then
+    if request then
+      local lo, hi = nil, nil
+      for k, _ in pairs(M) do
+        if math.floor(k / 131072) == R.api_key and k % 2 == 0 then
+          local v = (k % 131072) / 2
+          if not lo or v < lo then lo = v end
+          if not hi or v > hi then hi = v end
+        end
+      end
+      if lo then
+        fail(R, 6, string.format("unknown version %d of %s (known: %d-%d)", R.api_version,
+          API_NAMES[R.api_key] or "?", lo, hi))
+      else
+        fail(R, 4, "unknown api key " .. R.api_key)
+      end
+    else
+      fail(R, R.pos, "no spec for " .. R.api_key .. " v" .. R.api_version .. " response")
+    end
+    return
+  end
+  local root = D[program[1] + 1]
+  local babbrev = "kwire." .. root[2]
+  local bitem = top:add(FIELDS[babbrev].pf, tvb(R.pos, 0))
+  local bstart = R.pos
+  R.body_decoded = true
+  structure(R, bitem, root[6], babbrev, 1, "")
+  bitem:set_len(R.pos - bstart)
+  if not R.failed and R.pos < R.stop then
+    fail(R, R.pos, (R.stop - R.pos) .. " bytes left after the end of " .. program[3] .. " v" .. R.api_version)
+  end
+end
+
+-- What the response to a decoded request needs to read its payloads: whether
+-- the request's ProtocolType is "consumer"; the api key and version an
+-- Envelope's RequestData starts with.
+local function response_hint(R)
+  local h = {consumer_protocol = false, inner_api_key = -1, inner_api_version = -1}
+  if not R.body_decoded then return h end
+  if R.api_key == 11 or R.api_key == 14 then
+    h.consumer_protocol = R.raw.ProtocolType == "consumer"
+  elseif R.api_key == 58 then
+    local data = R.blobs.RequestData
+    if data and data.len >= 4 then
+      h.inner_api_key, h.inner_api_version = R.tvb(data.pos, 2):int(), R.tvb(data.pos + 2, 2):int()
+    end
+  end
+  return h
+end
+
+-- First pass of a decoded request (not a SyncGroup before v5): what a
+-- JoinGroup teaches about its group, and what the response needs.
+local function learn_request(R)
+  local group, ptype = R.raw.GroupId, R.raw.ProtocolType
+  if R.api_key == 11 and group ~= nil and ptype ~= nil then
+    if consumer_group_count >= MAX_GROUPS then consumer_groups, consumer_group_count = {}, 0 end
+    if consumer_groups[group] == nil then consumer_group_count = consumer_group_count + 1 end
+    consumer_groups[group] = ptype == "consumer"
+  end
+  return response_hint(R)
+end
+
+-- A SyncGroup before v5 (and its response): consumer protocol payloads when
+-- its group's JoinGroup named protocol type "consumer".
+local function sync_group_hint(R)
+  local group = R.raw.GroupId
+  return {consumer_protocol = group ~= nil and consumer_groups[group] == true, inner_api_key = -1,
+          inner_api_version = -1}
 end
 
 local function dissect_pdu(tvb, pinfo, tree)
@@ -759,8 +1007,7 @@ local function dissect_pdu(tvb, pinfo, tree)
 
   local len = tvb:captured_len()
   local size = len >= 4 and tvb(0, 4):int() or 0
-  local R = {tvb = tvb, pos = 4, stop = len, failed = false, error_fields = 0, errors = 0, top = {}, groups = {},
-             corr = 0}
+  local R = new_run(tvb, len)
   pinfo.cols.protocol = "kwire"
   local top = tree:add(kwire, tvb())
   top:add(f_length, tvb(0, math.min(4, len)), size)
@@ -818,56 +1065,31 @@ local function dissect_pdu(tvb, pinfo, tree)
     if info.unmatched then corr_item:add_proto_expert_info(ei_unmatched) end
 
     if not R.failed and R.api_key and (info.request or not info.unmatched) then
-      -- Header, then the body when the api and version are known.
-      local hv
-      if program then hv = program[4]
-      elseif info.request then hv = 1
-      else hv = 0 end
-      local hdesc = info.request and REQUEST_HEADER[hv] or RESPONSE_HEADER[hv]
-      local hd = D[hdesc + 1]
-      local hitem = top:add(FIELDS["kwire." .. hd[2]].pf, tvb(4, 0))
-      local hstart = R.pos
-      local ok = structure(R, hitem, hd[6], "kwire." .. hd[2], 0, "")
-      hitem:set_len(R.pos - hstart)
-      if ok then
-        if not program then
-          if info.request then
-            local lo, hi = nil, nil
-            for k, _ in pairs(M) do
-              if math.floor(k / 131072) == R.api_key and k % 2 == 0 then
-                local v = (k % 131072) / 2
-                if not lo or v < lo then lo = v end
-                if not hi or v > hi then hi = v end
-              end
-            end
-            if lo then
-              fail(R, 6, string.format("unknown version %d of %s (known: %d-%d)", R.api_version,
-                API_NAMES[R.api_key] or "?", lo, hi))
-            else
-              fail(R, 4, "unknown api key " .. R.api_key)
-            end
-          else
-            fail(R, R.pos, "no spec for " .. R.api_key .. " v" .. R.api_version .. " response")
-          end
-        else
-          local root = D[program[1] + 1]
-          local babbrev = "kwire." .. root[2]
-          local bitem = top:add(FIELDS[babbrev].pf, tvb(R.pos, 0))
-          local bstart = R.pos
-          R.body_decoded = true
-          structure(R, bitem, root[6], babbrev, 1, "")
-          bitem:set_len(R.pos - bstart)
-          if not R.failed and R.pos < R.stop then
-            fail(R, R.pos, (R.stop - R.pos) .. " bytes left after the end of " .. program[3] .. " v" .. R.api_version)
-          end
-          if first_pass and R.api_key == 17 and R.api_version == 0 and not R.failed and R.top.ErrorCode == 0 then
-            c.sasl_raw = true
-          end
-          if R.error_fields > 0 and R.errors == 0 then
-            local e = top:add(f_error_code, tvb(0, 0), 0)
-            e:set_generated()
-            e:set_hidden()
-          end
+      local hint
+      if info.request then
+        local old_sync = R.api_key == 14 and R.api_version < 5 and program ~= nil
+        if first_pass and old_sync then
+          -- A SyncGroup before v5 names no protocol type: its group's JoinGroup
+          -- did. Its group id first, from a reading that shows nothing.
+          local P = new_run(tvb, len)
+          P.api_key, P.api_version = R.api_key, R.api_version
+          decode_message(P, NOOP, true, program, nil)
+          info.hint = sync_group_hint(P)
+        end
+        if old_sync and info.hint and info.hint.consumer_protocol then hint = info.hint end
+        decode_message(R, top, true, program, hint)
+        if first_pass and not old_sync then info.hint = learn_request(R) end
+      else
+        decode_message(R, top, false, program, info.hint or NO_HINT)
+      end
+      if R.body_decoded then
+        if first_pass and R.api_key == 17 and R.api_version == 0 and #R.errs == 0 and R.top.ErrorCode == 0 then
+          c.sasl_raw = true
+        end
+        if R.error_fields > 0 and R.errors == 0 then
+          local e = top:add(f_error_code, tvb(0, 0), 0)
+          e:set_generated()
+          e:set_hidden()
         end
       end
     end
@@ -879,9 +1101,11 @@ local function dissect_pdu(tvb, pinfo, tree)
   local text = summary(R, info)
   top:append_text(", " .. text)
   if pdu_index == 1 then pinfo.cols.info = text else pinfo.cols.info:append(" | " .. text) end
-  if R.failed then
+  -- The PDU's first error, a payload's included.
+  local first = R.errs[1]
+  if first then
     top:add_proto_expert_info(ei_malformed, string.format("Malformed Kafka message at offset %d: %s",
-      math.min(R.err_offset, len), R.err_reason))
+      math.min(first.offset, len), first.reason))
   end
   return tvb:len()
 end

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "dissector/wireshark/field_names.hpp"
@@ -122,6 +124,38 @@ bool write_lua(const std::string& path, const std::string& runtime_path, const P
         << (m.flexible ? "true" : "false") << "},\n";
   }
   out << "}\n";
+  // Payloads inside bytes fields (nested_payloads(); decoder.hpp says how
+  // they are read). NESTED[desc]: what the bytes field carries (a data spec,
+  // "request" or "response"), whether only in consumer groups, the api key
+  // and direction (1: response) of its message, and whether an empty value
+  // carries no payload. NESTED_APIS: the api keys with such fields.
+  // DATA[spec][version]: a data spec's root desc.
+  out << "local NESTED = {\n";
+  for (size_t i = 0; i < ps.field_count(); ++i) {
+    const NestedPayload* p = ps.nested_payload(static_cast<uint32_t>(i));
+    if (!p) continue;
+    out << "[" << i << "]={" << lua_string(p->payload) << "," << (p->consumer_protocol ? "true" : "false") << ","
+        << p->api_key << "," << (p->direction == Direction::Response ? 1 : 0) << ","
+        << (p->empty_is_none ? "true" : "false") << "},\n";
+  }
+  out << "}\n";
+  std::set<int> nested_apis;
+  for (const NestedPayload& p : nested_payloads()) nested_apis.insert(p.api_key);
+  out << "local NESTED_APIS = {";
+  for (int k : nested_apis) out << "[" << k << "]=true,";
+  out << "}\n";
+  // The first program of each (spec, version), as ProgramSet::find_data finds it.
+  std::map<std::string_view, std::map<int, uint32_t>> data;
+  for (const DataProgram& dp : ps.data()) data[dp.name].emplace(dp.version, dp.root);
+  out << "local DATA = {\n";
+  for (const auto& [name, versions] : data) {
+    out << "[" << lua_string(name) << "]={";
+    for (const auto& [v, root] : versions) out << "[" << v << "]=" << root << ",";
+    out << "},\n";
+  }
+  out << "}\n";
+  out << "local NESTED_VERSION, NESTED_TRAILING = " << static_cast<uint32_t>(kDescNestedVersion) << ","
+      << static_cast<uint32_t>(kDescNestedTrailing) << "\n";
   out << "local REQUEST_HEADER = {[0]=" << ps.request_header(0) << "," << ps.request_header(1) << ","
       << ps.request_header(2) << "}\n";
   out << "local RESPONSE_HEADER = {[0]=" << ps.response_header(0) << "," << ps.response_header(1) << "}\n\n";

@@ -102,6 +102,10 @@ struct PduInfo {
   int16_t api_key = -1, api_version = -1;   // of the request, for a response
   uint32_t peer_frame = 0;      // the request of a response, the response of a request
   nstime_t request_ts{};
+  // A request's: what its response's nested payloads need; a SyncGroup's
+  // before v5 also its own (its group's protocol type, from a JoinGroup).
+  // A response's: its request's.
+  ResponseHint hint;
   PduInfo* next = nullptr;      // the next PDU of the same frame
 };
 
@@ -128,6 +132,11 @@ std::deque<PduInfo> pdu_infos;
 std::vector<std::unique_ptr<Connection>> connections;
 struct Endpoint { address addr; uint32_t port; };
 std::vector<Endpoint> known_brokers;   // endpoints seen answering Kafka requests
+// Group id -> whether its JoinGroup requests name protocol type "consumer",
+// learnt on the first pass in packet order, as `kwire decode` does: a
+// SyncGroup before v5 does not say. Cleared wholesale when it gets large.
+std::unordered_map<std::string, bool> consumer_groups;
+constexpr size_t kMaxGroups = 65536;
 
 Frame& scratch_frame() {
   static Frame f;
@@ -138,6 +147,26 @@ void reset_capture_state() {
   pdu_infos.clear();
   connections.clear();
   known_brokers.clear();   // addresses live in wmem_file_scope, which goes too
+  consumer_groups.clear();
+}
+
+// First pass of a decoded request: what JoinGroup teaches, what its
+// response (or, for an old SyncGroup, the request itself) needs.
+ResponseHint learn_request(const ProgramSet& ps, const Frame& f) {
+  const Node* group = f.body ? find_field(f, ps, f.body, "GroupId") : nullptr;
+  if (f.api_key == 11 && group && !group->is_null()) {
+    const Node* type = find_field(f, ps, f.body, "ProtocolType");
+    if (type && !type->is_null()) {
+      if (consumer_groups.size() >= kMaxGroups) consumer_groups.clear();
+      consumer_groups[std::string(group->str())] = type->str() == "consumer";
+    }
+  } else if (f.api_key == 14 && f.api_version < 5 && f.program) {
+    ResponseHint h;
+    auto it = group && !group->is_null() ? consumer_groups.find(std::string(group->str())) : consumer_groups.end();
+    h.consumer_protocol = it != consumer_groups.end() && it->second;
+    return h;
+  }
+  return response_hint(ps, f);
 }
 
 bool is_known_broker(const address* a, uint32_t port) {
@@ -149,8 +178,11 @@ bool is_known_broker(const address* a, uint32_t port) {
 // ---- Field lookup ---------------------------------------------------------
 
 // The generated field of node `desc` under the field `parent` (-1 for a root).
+// The version and trailing bytes of a data struct inside a bytes field are
+// named below that field, like the struct's own fields.
 int32_t field_of(int32_t parent, uint32_t desc) {
-  if (desc < kBuiltinDescCount) return builtin_field[desc];
+  if (desc < kBuiltinDescCount && desc != kDescNestedVersion && desc != kDescNestedTrailing)
+    return builtin_field[desc];
   uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(parent + 1)) << 32) | desc;
   auto it = path_cache.find(key);
   if (it != path_cache.end()) return it->second;
@@ -207,6 +239,7 @@ struct TreeBuilder {
   std::string_view api;
   int error_fields = 0;   // error code fields in the message
   int errors = 0;         // ... that are not 0
+  int inner = 0;          // depth in payloads nested in bytes fields
 
   Range range_of(const Node& n, Range outer) const {
     if (n.flags & kInner) return outer;   // inside decompressed records: point at the records field
@@ -274,7 +307,9 @@ struct TreeBuilder {
       proto_item_set_text(it, "%s: null", gf.name);
       mark_null(it);
     }
-    if (gf.error_code && !null) {
+    // A nested payload's error codes are another message's (as in `kwire
+    // decode --errors` and the summary line).
+    if (gf.error_code && !null && inner == 0) {
       ++error_fields;
       if (n.v.i != 0) {
         ++errors;
@@ -354,6 +389,25 @@ struct TreeBuilder {
       uint32_t k = 0;
       for (uint32_t c : Children(f, i)) node(sub, c, g, r, k++);
     }
+    if ((n.flags & (kNested | kNestedFailed)) == kNested) payload(it, i, g, r);
+  }
+
+  // A payload decoded inside bytes field `i` (field `g`), below its item: a
+  // data struct's version, fields and trailing bytes named below the bytes
+  // field; an enveloped message's header and body as a top-level message's.
+  void payload(proto_item* it, uint32_t i, int32_t g, Range r) {
+    proto_tree* sub = proto_item_add_subtree(it, gen_ett[static_cast<size_t>(g)]);
+    const bool message = f.nodes[i].flags & kNestedMessage;
+    ++inner;
+    for (uint32_t c : Children(f, i)) {
+      if (message) {
+        node(sub, c, -1, r, 0);
+      } else {
+        uint32_t k = 0;
+        for (uint32_t x : Children(f, c)) node(sub, x, g, r, k++);
+      }
+    }
+    --inner;
   }
 };
 
@@ -444,6 +498,7 @@ void classify(Connection& c, packet_info* pinfo, tvbuff_t* tvb, PduInfo& info, b
   info.api_version = it->api_version;
   info.peer_frame = it->frame;
   info.request_ts = it->ts;
+  info.hint = it->info->hint;
   it->info->peer_frame = pinfo->num;
   // Responses come in request order: anything older was never answered.
   c.pending.erase(c.pending.begin(), it + 1);
@@ -489,8 +544,12 @@ int dissect_pdu(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void* data)
                   " is not a plausible Kafka message size; the rest of this direction is not decoded");
   } else if (info->request) {
     decoder.decode_request(msg, f);
+    if (first_pass) info->hint = learn_request(programs_now, f);
+    // A SyncGroup before v5 of a consumer group: again, reading its assignments.
+    if (f.api_key == 14 && f.api_version < 5 && info->hint.consumer_protocol)
+      decoder.decode_request(msg, f, false, &info->hint);
   } else if (!info->unmatched) {
-    decoder.decode_response(msg, info->api_key, info->api_version, f);
+    decoder.decode_response(msg, info->api_key, info->api_version, f, false, info->hint);
     if (first_pass && info->api_key == 17 && info->api_version == 0 && f.ok()) {
       const Node* err = find_field(f, programs_now, f.body, "ErrorCode");
       if (err && err->v.i == 0) c->sasl_raw = true;

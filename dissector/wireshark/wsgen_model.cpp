@@ -100,10 +100,29 @@ struct Builder {
         std::string path = where + "." + std::string(d.name);
         if (!add(abbrev, d, i, path, api_name)) return false;
         if (d.sub >= 0 && !walk(static_cast<uint32_t>(d.sub), abbrev, path, api_name)) return false;
+        if (!payload(i, abbrev, path)) return false;
       }
       return true;
     };
     return each(s.first_field, s.field_count) && each(s.first_tagged, s.tagged_count);
+  }
+
+  // A bytes field that carries a data struct (nested_payloads()): the
+  // struct's version, its fields at every version of the data spec, and
+  // the bytes after it, as fields below the bytes field. An enveloped
+  // message needs none: its header and body are shown with the fields of
+  // top-level messages.
+  bool payload(uint32_t desc, const std::string& abbrev, const std::string& path) {
+    const NestedPayload* p = ps.nested_payload(desc);
+    if (!p || p->payload == "request" || p->payload == "response") return true;
+    std::string where = path + " (" + std::string(p->payload) + ")";
+    if (!add(child_abbrev(abbrev, "Version"), ps.field(kDescNestedVersion), kDescNestedVersion, where + ".Version", {}))
+      return false;
+    for (const DataProgram& dp : ps.data())
+      if (dp.name == p->payload && !walk(static_cast<uint32_t>(ps.field(dp.root).sub), abbrev, where, {}))
+        return false;
+    return add(child_abbrev(abbrev, "TrailingBytes"), ps.field(kDescNestedTrailing), kDescNestedTrailing,
+               where + ".TrailingBytes", {});
   }
 
   bool root(uint32_t desc, std::string_view api_name) {

@@ -76,10 +76,14 @@ def captures_test(label="plugin", **kw):
         try:
             caps = sorted(glob.glob(os.path.join(args.source, "captures", "*.pcapng")))
             need(caps, "no captures in captures/")
+            # And every kind of payload inside a payload, decoded or not.
+            nested = os.path.join(ts.dir, "nested.pcap")
+            nested_capture(nested)
+            caps.append(nested)
             cmp = Comparison()
             n = sum(compare_capture(ts, c, cmp, label) for c in caps)
             print(f"wireshark {label}: captures={len(caps)} messages={n} fields={cmp.fields} "
-                  f"nested-payloads-shown-as-bytes={cmp.nested_payloads} mismatches={len(cmp.mismatches)}")
+                  f"nested-payloads={cmp.nested_payloads} mismatches={len(cmp.mismatches)}")
             if cmp.mismatches:
                 raise Failure("\n".join(cmp.mismatches[:40]))
         finally:
@@ -216,6 +220,205 @@ def malformed_capture(path):
         (True, request(18, 0, 1, b"")),
         (False, api_versions_v0_response(1, keys)),
         (True, b"\xff\xff\xff\xfe" + b"not kafka at all"),                 # size prefix -2
+    ])
+    pcap.write(path)
+
+
+def nested_capture(path):
+    """Bytes fields that carry payloads: JoinGroup v0-v9 with protocol type
+    "consumer" and another, SyncGroup before v5 whose group's protocol type a
+    JoinGroup on another connection told, SyncGroup v5, consumer protocol
+    versions newer than known (trailing bytes), Envelope requests and
+    responses (an enveloped JoinGroup, an enveloped Envelope, error codes
+    inside), and payloads that do not decode, before other errors."""
+    from kafka_pcap import Pcap, i16, i32, request, response, string
+
+    def uv(n):
+        out = b""
+        while n >= 0x80:
+            out += bytes([(n & 0x7F) | 0x80])
+            n >>= 7
+        return out + bytes([n])
+
+    def s(x, flex):
+        if flex:
+            return uv(0) if x is None else uv(len(x.encode()) + 1) + x.encode()
+        return string(x)
+
+    def b(x, flex):
+        if flex:
+            return uv(0) if x is None else uv(len(x) + 1) + x
+        return i32(-1) if x is None else i32(len(x)) + x
+
+    def arr(items, flex):
+        return (uv(len(items) + 1) if flex else i32(len(items))) + b"".join(items)
+
+    def tags(flex):
+        return b"\x00" if flex else b""
+
+    def partitions(parts):
+        return arr([string(t) + arr([i32(p) for p in ps], False) for t, ps in parts], False)
+
+    def subscription(version, topics, owned=(), user=None, extra=b""):
+        # Versions past 3 carry the v3 fields, then more.
+        out = i16(version) + arr([string(t) for t in topics], False) + b(user, False)
+        if version >= 1:
+            out += partitions(owned)
+        if version >= 2:
+            out += i32(7)
+        if version >= 3:
+            out += string(None if version == 3 else "rack-a")
+        return out + extra
+
+    def assignment(version, parts, user=None, extra=b""):
+        return i16(version) + partitions(parts) + b(user, False) + extra
+
+    def join_request(v, group, ptype, protocols):
+        f = v >= 6
+        body = s(group, f) + i32(10000) + (i32(30000) if v >= 1 else b"") + s("", f)
+        body += s(None, f) if v >= 5 else b""
+        body += s(ptype, f) + arr([s(n, f) + b(m, f) + tags(f) for n, m in protocols], f)
+        body += s("rejoin", f) if v >= 8 else b""
+        return request(11, v, 100 + v, body + tags(f), flexible=f)
+
+    def join_response(v, corr, ptype, members):
+        f = v >= 6
+        body = (i32(0) if v >= 2 else b"") + i16(0) + i32(1)
+        body += s(ptype, f) if v >= 7 else b""
+        body += s("range", f) + s("m-1", f) + (b"\x00" if v >= 9 else b"") + s("m-1", f)
+        body += arr([s(m, f) + (s(None, f) if v >= 5 else b"") + b(x, f) + tags(f) for m, x in members], f)
+        return response(corr, body + tags(f), flexible=f)
+
+    def sync_request(v, corr, group, assignments, ptype=None):
+        f = v >= 4
+        body = s(group, f) + i32(1) + s("m-1", f) + (s(None, f) if v >= 3 else b"")
+        body += s(ptype, f) + s("range", f) if v >= 5 else b""
+        body += arr([s(m, f) + b(a, f) + tags(f) for m, a in assignments], f)
+        return request(14, v, corr, body + tags(f), flexible=f)
+
+    def sync_response(v, corr, x, ptype=None):
+        f = v >= 4
+        body = (i32(0) if v >= 1 else b"") + i16(0)
+        body += s(ptype, f) + s("range", f) if v >= 5 else b""
+        return response(corr, body + b(x, f) + tags(f), flexible=f)
+
+    def principal(version, extra=b""):
+        return i16(version) + s("User", True) + s("alice", True) + b"\x00" + b"\x00" + extra
+
+    def envelope_request(corr, data, who):
+        return request(58, 0, corr, b(data, True) + b(who, True) + b(b"\x7f\x00\x00\x01", True) + b"\x00",
+                       flexible=True)
+
+    def envelope_response(corr, data, error=0):
+        return response(corr, b(data, True) + i16(error) + b"\x00", flexible=True)
+
+    def create_topics_request(corr):
+        topic = s("orders", True) + i32(3) + i16(1) + arr([], True) + arr([], True) + b"\x00"
+        return request(19, 7, corr, arr([topic], True) + i32(5000) + b"\x00" + b"\x00", flexible=True)[4:]
+
+    def create_topics_response(corr, error):
+        topic = (s("orders", True) + bytes(range(16)) + i16(error) + s(None, True) + i32(3) + i16(1) +
+                 arr([], True) + b"\x00")
+        return response(corr, i32(0) + arr([topic], True) + b"\x00", flexible=True)[4:]
+
+    sub, sub3 = subscription(1, ["orders"], [("orders", [0, 1])]), subscription(3, ["orders", "payments"])
+    pcap = Pcap()
+    # Every JoinGroup version, consumer groups, then another protocol type.
+    ex = [(True, request(18, 0, 1, b""))]
+    for v in range(10):
+        meta = subscription(min(v, 3), ["t%d" % v], [("t%d" % v, [v])])
+        ex.append((True, join_request(v, "g%d" % v, "consumer", [("range", meta), ("sticky", sub3)])))
+        ex.append((False, join_response(v, 100 + v, "consumer", [("m-1", meta), ("m-2", sub)])))
+    ex.append((True, join_request(5, "connect-g", "connect", [("default", sub)])))
+    ex.append((False, join_response(5, 105, None, [("m-1", sub)])))
+    ex.append((True, join_request(9, "connect-h", "connect", [("default", sub)])))
+    ex.append((False, join_response(9, 109, "consumer", [("m-1", sub)])))    # its own ProtocolType says
+    ex.append((True, join_request(7, "g7", "consumer", [("range", sub)])))
+    ex.append((False, join_response(7, 107, None, [("m-1", sub)])))          # null: the request's
+    pcap.connection(50010, 40010, ex)
+    # SyncGroup before v5 on other connections: consumer group g3, connect-g, unknown.
+    pcap.connection(50011, 40010, [
+        (True, request(18, 0, 1, b"")),
+        (True, sync_request(3, 201, "g3", [("m-1", assignment(0, [("t3", [0, 1])])), ("m-2", assignment(1, []))])),
+        (False, sync_response(3, 201, assignment(0, [("t3", [0, 1])], user=b"\x01\x02"))),
+        (True, sync_request(0, 202, "g0", [("m-1", assignment(2, [("t0", [0])]))])),
+        (False, sync_response(0, 202, assignment(2, [("t0", [0])]))),
+        (True, sync_request(4, 203, "connect-g", [("m-1", assignment(0, [("t", [0])]))])),
+        (False, sync_response(4, 203, assignment(0, [("t", [0])]))),
+        (True, sync_request(3, 204, "never-joined", [("m-1", assignment(0, [("t", [0])]))])),
+        (False, sync_response(3, 204, assignment(0, [("t", [0])]))),
+        # v5 names its protocol type; null: none; the response's null: the request's.
+        (True, sync_request(5, 205, "g9", [("m-1", assignment(3, [("t9", [9])]))], "consumer")),
+        (False, sync_response(5, 205, assignment(3, [("t9", [9])]), None)),
+        (True, sync_request(5, 206, "g9", [("m-1", assignment(0, [("t9", [9])]))], None)),
+        (False, sync_response(5, 206, assignment(0, [("t9", [9])]), "consumer")),
+        (True, sync_request(5, 207, "g9", [("m-1", assignment(0, []))], "connect")),
+        (False, sync_response(5, 207, assignment(0, []), "connect")),
+    ])
+    # Newer versions than known, trailing bytes, and payloads that do not decode.
+    newer = subscription(7, ["orders"], [("orders", [0])], extra=b"\x00\x01future")
+    pcap.connection(50012, 40010, [
+        (True, request(18, 0, 1, b"")),
+        (True, join_request(9, "g-new", "consumer", [("range", newer), ("roundrobin", sub + b"\xff\xfe")])),
+        (False, join_response(9, 109, "consumer", [("m-1", newer)])),
+        (True, sync_request(5, 301, "g-new", [("m-1", assignment(9, [("orders", [0])], extra=b"\x00\x00"))],
+                            "consumer")),
+        (False, sync_response(5, 301, assignment(4, [("orders", [0])]), "consumer")),
+        (True, join_request(6, "g-bad", "consumer", [("range", i16(-1) + sub[2:]), ("cut", sub[:9]),
+                                                     ("empty", b""), ("one", b"\x00"), ("ok", sub)])),
+        (False, join_response(6, 106, "consumer", [("m-1", sub[:5]), ("m-2", sub)])),
+    ])
+    # DescribeGroups: each group's own protocol type; a group that is not
+    # Stable has empty metadata and assignments.
+    def describe_response(v, corr, groups):
+        f = v >= 5
+        out = []
+        for error, group, state, ptype, members in groups:
+            g = i16(error) + s(group, f) + s(state, f) + s(ptype, f) + s("range", f)
+            g += arr([s(m, f) + (s(None, f) if v >= 4 else b"") + s("client", f) + s("/10.0.0.2", f) + b(meta, f) +
+                      b(a, f) + tags(f) for m, meta, a in members], f)
+            out.append(g + (i32(-2147483648) if v >= 3 else b"") + tags(f))
+        return response(corr, (i32(0) if v >= 1 else b"") + arr(out, f) + tags(f), flexible=f)
+
+    a0 = assignment(0, [("orders", [0, 1])])
+    pcap.connection(50014, 40010, [
+        (True, request(18, 0, 1, b"")),
+        (True, request(15, 5, 501, arr([s(g, True) for g in ("g1", "c", "e", "bad")], True) + b"\x01\x00",
+                       flexible=True)),
+        (False, describe_response(5, 501, [
+            (0, "g1", "Stable", "consumer", [("m-1", sub, a0), ("m-2", sub3, assignment(1, []))]),
+            (0, "c", "Stable", "connect", [("m-1", sub, a0)]),
+            (0, "e", "PreparingRebalance", "consumer", [("m-1", b"", b""), ("m-2", sub, b"")]),
+            (16, "bad", "Stable", "consumer", [("m-1", i16(-1) + sub[2:], a0[:3])]),
+        ])),
+        (True, request(15, 0, 502, arr([string("g1")], False))),
+        (False, describe_response(0, 502, [(0, "g1", "Stable", "consumer", [("m-1", sub, a0)])])),
+    ])
+    # A payload that fails, then the message itself: the payload's error comes first.
+    bad_then_trailing = join_request(1, "g-bad", "consumer", [("range", i16(-3) + sub[2:])])
+    bad_then_trailing = i32(len(bad_then_trailing) - 4 + 2) + bad_then_trailing[4:] + b"\x00\x00"
+    # Envelopes: an enveloped request and its response, its principal, an
+    # enveloped JoinGroup with its metadata, an enveloped Envelope, failures.
+    joined6 = join_request(6, "env-g", "consumer", [("range", sub)])[4:]
+    joined7 = join_request(7, "env-g", "consumer", [("range", sub)])[4:]
+    inner_env = envelope_request(9, joined7, principal(0))[4:]
+    pcap.connection(50013, 40010, [
+        (True, request(18, 0, 1, b"")),
+        (True, bad_then_trailing),
+        (True, envelope_request(401, create_topics_request(11), principal(0))),
+        (False, envelope_response(401, create_topics_response(11, 36))),
+        (True, envelope_request(402, joined7, principal(0, extra=b"\x09"))),
+        (False, envelope_response(402, join_response(7, 106, "consumer", [("m-1", sub)])[4:])),
+        (True, envelope_request(403, inner_env, None)),
+        (False, envelope_response(403, envelope_response(9, create_topics_response(10, 0))[4:], 0)),
+        (True, envelope_request(404, create_topics_request(12)[:-3], principal(1))),
+        (False, envelope_response(404, create_topics_response(12, 0)[:-2], 41)),
+        (True, envelope_request(405, b"\x00\x13", principal(0)[:3])),
+        (False, envelope_response(405, None, 41)),
+        (True, envelope_request(406, request(999, 0, 13, b"", flexible=True)[4:], principal(0))),
+        (False, envelope_response(406, b"\x00\x00\x00\x0d\x00")),
+        (True, envelope_request(407, joined6, principal(0))),
+        (False, envelope_response(407, join_response(6, 106, None, [("m-1", sub)])[4:])),
     ])
     pcap.write(path)
 
@@ -450,7 +653,10 @@ def lua_test():
         malformed_capture(malformed)
         random_pcap = os.path.join(c.dir, "random.pcap")
         random_capture(random_pcap)
-        for cap in sorted(glob.glob(os.path.join(args.source, "captures", "*.pcapng"))) + [malformed, random_pcap]:
+        nested = os.path.join(c.dir, "nested.pcap")
+        nested_capture(nested)
+        for cap in sorted(glob.glob(os.path.join(args.source, "captures", "*.pcapng"))) + [malformed, random_pcap,
+                                                                                         nested]:
             name = os.path.basename(cap)
             jc, jl = c.json(cap), lua.json(cap)
             pc = ws_tree.pdus(jc)

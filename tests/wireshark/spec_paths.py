@@ -49,6 +49,35 @@ def walk(spec, fields, prefix, vs, out):
             walk(spec, common[t]["fields"], abbrev, fv, out)
 
 
+# Bytes fields that carry a version-prefixed data struct, as Kafka's clients
+# write them (ConsumerProtocol for classic consumer groups, which the group
+# coordinator hands back in DescribeGroups; the principal an Envelope
+# forwards): message, path of the bytes field, data spec.
+PAYLOADS = [
+    ("JoinGroupRequest", "protocols.metadata", "ConsumerProtocolSubscription"),
+    ("JoinGroupResponse", "members.metadata", "ConsumerProtocolSubscription"),
+    ("SyncGroupRequest", "assignments.assignment", "ConsumerProtocolAssignment"),
+    ("SyncGroupResponse", "assignment", "ConsumerProtocolAssignment"),
+    ("DescribeGroupsResponse", "groups.members.member_metadata", "ConsumerProtocolSubscription"),
+    ("DescribeGroupsResponse", "groups.members.member_assignment", "ConsumerProtocolAssignment"),
+    ("EnvelopeRequest", "request_principal", "DefaultPrincipalData"),
+]
+
+
+def payload_paths(source):
+    """The fields of the data structs inside bytes fields, named below the
+    bytes field: the version prefix, every field of every version, and the
+    bytes after the struct."""
+    out = set()
+    for message, path, data in PAYLOADS:
+        with open(os.path.join(source, "specs/kafka", data + ".json")) as fh:
+            spec = json.load(fh)
+        base = "kwire." + snake(message) + "." + path
+        out |= {base + ".version", base + ".trailing_bytes"}
+        walk(spec, spec["fields"], base, versions(spec.get("validVersions")), out)
+    return out
+
+
 def spec_paths(source):
     new = load(os.path.join(source, "specs/kafka"))
     older = load(os.path.join(source, "specs/kafka-older"))
@@ -76,7 +105,7 @@ def spec_paths(source):
         root = "kwire." + snake(spec["name"])
         out.add(root)
         walk(spec, spec["fields"], root, vs, out)
-    return out
+    return out | payload_paths(source)
 
 
 # The generic fields and the record fields (RecordBatch v2, Record, record

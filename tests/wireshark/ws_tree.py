@@ -15,6 +15,7 @@ NULL_ARRAY = re.compile(r"^(\w+): null$")
 GENERIC = {"kwire.length", "kwire.direction", "kwire.api_key", "kwire.api_version", "kwire.api_name",
            "kwire.correlation_id", "kwire.request_in", "kwire.response_in", "kwire.time", "kwire.overlay",
            "kwire.not_kafka"}
+HEADERS = ("kwire.request_header", "kwire.response_header")
 RECORD_ITEMS = {"kwire.record_batch", "kwire.legacy_message", "kwire.partial_batch"}
 
 
@@ -65,6 +66,8 @@ def value(abbrev, v, tree):
         if abbrev == "kwire.unknown_tagged_field":
             tag = dict(pairs_of(tree)).get("kwire.unknown_tagged_field.tag")
             return {"tag": tag, "data": v}
+        if isinstance(v, str) and any(k.startswith("kwire.") for k in keys):
+            return payload(tree)   # an error code's tree holds only its expert info
     if isinstance(v, list):  # FT_NONE with children: a struct (or records)
         keys = [k for k, _ in v]
         if "kwire.null" in keys:
@@ -75,6 +78,18 @@ def value(abbrev, v, tree):
     if v == "" and tree is None:
         return Empty()  # an empty string or bytes, or a struct without fields
     return v
+
+
+def payload(tree):
+    """A payload decoded inside a bytes field, as kwire's JSON writes it: a
+    data struct's fields (its version among them), or an enveloped message
+    as {"header": ..., "body": ...}."""
+    pairs = pairs_of(tree)
+    if any(k in HEADERS for k, _ in pairs):
+        (hk, hv), (bk, bv) = pairs[0], pairs[1]
+        return {"header": struct(hv) if isinstance(hv, list) else {},
+                "body": struct(bv) if isinstance(bv, list) else {}}
+    return struct(pairs)
 
 
 def struct(pairs):
@@ -129,7 +144,7 @@ def pdus(packets):
                 for fk, fv, ft in items(pdu):
                     if fk in GENERIC:
                         g[fk] = fv
-                    elif fk in ("kwire.request_header", "kwire.response_header"):
+                    elif fk in HEADERS:
                         header = struct(fv) if isinstance(fv, list) else {}
                     elif fk.startswith("kwire.") and fk.count(".") == 1 and isinstance(fv, list):
                         body = struct(fv)
