@@ -3,6 +3,10 @@
 // U+FFFD, so that the line is valid JSON and valid UTF-8 for any input.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "dissector/output/output.hpp"
@@ -113,4 +117,22 @@ TEST(Base64, Rfc4648VectorsAndLongerRuns) {
   for (int i = 0; i < 16; ++i) u[i] = static_cast<uint8_t>(0xf0 + i);
   // python3 -c "import base64; print(base64.urlsafe_b64encode(bytes(range(0xf0, 0x100))).decode().rstrip('='))"
   EXPECT_EQ(wire::uuid_to_string(u), "8PHy8_T19vf4-fr7_P3-_w");
+}
+
+// Integers as the views write them: every digit count, both signs, the
+// int64 limits (2^63 - 1 and -2^63), and never more than 20 bytes written.
+TEST(WriteInt, EveryLengthAndTheLimits) {
+  const std::pair<int64_t, const char*> cases[] = {
+      {0, "0"}, {7, "7"}, {-7, "-7"}, {10, "10"}, {-10, "-10"}, {99, "99"}, {100, "100"}, {-999, "-999"},
+      {1000, "1000"}, {9999, "9999"}, {10000, "10000"}, {123456, "123456"}, {-1234567, "-1234567"},
+      {99999999, "99999999"}, {100000000, "100000000"}, {1000000000000, "1000000000000"},
+      {999999999999999999, "999999999999999999"}, {1000000000000000000, "1000000000000000000"},
+      {INT64_MAX, "9223372036854775807"}, {INT64_MIN, "-9223372036854775808"}};
+  for (const auto& [v, text] : cases) {
+    char buf[32];
+    std::memset(buf, '#', sizeof buf);
+    char* end = write_int(buf, v);
+    EXPECT_EQ(std::string(buf, end), text);
+    EXPECT_EQ(std::string(end, buf + sizeof buf), std::string(buf + sizeof buf - end, '#')) << text;
+  }
 }

@@ -102,7 +102,7 @@ bool record(TextBuffer& out, const ProgramSet& ps, const Frame& f, uint32_t i) {
   };
   for (int k = 1; k <= 4; ++k) {
     key(n[k].desc);
-    p = std::to_chars(p, p + 20, n[k].v.i).ptr;
+    p = write_int(p, n[k].v.i);
     *p++ = ',';
   }
   for (int k = 5; k <= 6; ++k) {
@@ -150,11 +150,22 @@ void object(TextBuffer& out, const ProgramSet& ps, const Frame& f, uint32_t i) {
       continue;
     }
     if (unknown_open) { out += ']'; unknown_open = false; }
+    const std::string_view key = ps.json_key(n.desc);
+    // Integers, most of the fields of most messages: separator, key and
+    // digits from one room check, without the call.
+    if (is_plain_int(ps, n) && key.size() <= TextBuffer::kPadded) [[likely]] {
+      char* p = out.room(1 + TextBuffer::kPadded + 20);
+      *p = ',';
+      p += !first;
+      std::memcpy(p, key.data(), TextBuffer::kPadded);
+      p += key.size();
+      out.commit(write_int(p, n.v.i));
+      first = false;
+      continue;
+    }
     if (!first) out += ',';
-    out.append_padded(ps.json_key(n.desc));
+    out.append_padded(key);
     first = false;
-    // Integers, most of the fields of most messages, without the call.
-    if (is_plain_int(ps, n)) { append_int(out, n.v.i); continue; }
     value(out, ps, f, c);
   }
   if (unknown_open) out += ']';
@@ -208,6 +219,19 @@ void value(TextBuffer& out, const ProgramSet& ps, const Frame& f, uint32_t i) {
       out += '"';
       return;
     case WireType::Records: case WireType::Array: {
+      const FieldOp& o = ps.op(n.desc);
+      if (n.type == WireType::Array && (o.elem <= WireType::Uint32) && !(o.flags & kSensitive)) {
+        // Integer elements: leaves, one node each, never null; room for all at once.
+        char* p = out.room(2 + 21 * static_cast<size_t>(n.end - i - 1));
+        *p++ = '[';
+        for (uint32_t c = i + 1; c < n.end; ++c) {
+          p = write_int(p, f.nodes[c].v.i);
+          *p++ = ',';
+        }
+        p[-1 + (n.end == i + 1)] = ']';   // over the last comma, or after '[' when empty
+        out.commit(p + (n.end == i + 1));
+        return;
+      }
       // Records as their batches rather than Kafka's opaque byte count.
       out += '[';
       bool first = true;

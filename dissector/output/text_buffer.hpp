@@ -84,9 +84,46 @@ class TextBuffer {
   char* cap_ = nullptr;
 };
 
-inline void append_int(TextBuffer& out, int64_t v) {
-  char* p = out.room(20);
-  out.commit(std::to_chars(p, p + 20, v).ptr);
+// `v` in decimal at `p`, which must have room for 20 bytes; returns the end
+// of the digits. Inlined at every call, as
+// the views write most integers through it (std::to_chars stops being
+// inlined once a file calls it from a few places).
+[[gnu::always_inline]] inline char* write_int(char* p, int64_t v) {
+  static constexpr char kPairs[] =
+      "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+      "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+      "8081828384858687888990919293949596979899";
+  uint64_t u = v < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
+  *p = '-';
+  p += v < 0;
+  if (u < 10) {
+    *p = static_cast<char>('0' + u);
+    return p + 1;
+  }
+  unsigned n = 2;   // digits, counted first so that they are written in place
+  for (uint64_t t = u / 100;; t /= 10000, n += 4) {
+    if (t == 0) break;
+    if (t < 10) { n += 1; break; }
+    if (t < 100) { n += 2; break; }
+    if (t < 1000) { n += 3; break; }
+    if (t < 10000) { n += 4; break; }
+  }
+  char* const end = p + n;
+  char* q = end;
+  while (u >= 100) {
+    q -= 2;
+    std::memcpy(q, kPairs + (u % 100) * 2, 2);
+    u /= 100;
+  }
+  if (u >= 10) {
+    q -= 2;
+    std::memcpy(q, kPairs + u * 2, 2);
+  } else {
+    *--q = static_cast<char>('0' + u);
+  }
+  return end;
 }
+
+inline void append_int(TextBuffer& out, int64_t v) { out.commit(write_int(out.room(20), v)); }
 
 }  // namespace kwire
