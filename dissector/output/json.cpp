@@ -89,7 +89,7 @@ bool record(TextBuffer& out, const ProgramSet& ps, const Frame& f, uint32_t i) {
       n[3].desc != kDescTimestampDelta || n[4].desc != kDescOffsetDelta || n[5].desc != kDescKey ||
       n[6].desc != kDescValue || n[7].desc != kDescHeadersArray || n[7].end != n[0].end)
     return false;
-  constexpr size_t kKey = 32;   // json_key's readable bytes (TextBuffer::append_padded)
+  constexpr size_t kKey = TextBuffer::kPadded;   // json_key's readable bytes
   size_t room = 1 + 4 * (kKey + 21) + 2 * (kKey + 7) + kKey + 3;
   for (int k = 5; k <= 6; ++k)
     if (!n[k].is_null()) room += wire::base64_size(n[k].aux);
@@ -238,8 +238,7 @@ void value(TextBuffer& out, const ProgramSet& ps, const Frame& f, uint32_t i) {
       for (uint32_t c : Children(f, i)) {
         if (!first) out += ',';
         first = false;
-        if (is_plain_int(ps, f.nodes[c])) append_int(out, f.nodes[c].v.i);
-        else value(out, ps, f, c);
+        value(out, ps, f, c);   // integer elements took the path above
       }
       out += ']';
       return;

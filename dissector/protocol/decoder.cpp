@@ -574,4 +574,22 @@ ResponseHint response_hint(const ProgramSet& ps, const Frame& request) {
   return h;
 }
 
+ResponseHint GroupProtocols::learn(const ProgramSet& ps, const Frame& f) {
+  const Node* group = f.body ? find_field(f, ps, f.body, "GroupId") : nullptr;
+  const bool named = group && !group->is_null();
+  if (f.api_key == 11) {
+    const Node* type = find_field(f, ps, f.body, "ProtocolType");
+    if (named && type && !type->is_null()) {
+      if (consumer_.size() >= kMaxGroups) consumer_.clear();
+      consumer_[std::string(group->str())] = type->str() == "consumer";
+    }
+  } else if (f.api_key == 14 && f.api_version < 5 && f.program) {
+    ResponseHint h;
+    const auto it = named ? consumer_.find(std::string(group->str())) : consumer_.end();
+    h.consumer_protocol = it != consumer_.end() && it->second;
+    return h;
+  }
+  return response_hint(ps, f);
+}
+
 }  // namespace kwire

@@ -5,7 +5,9 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include "dissector/protocol/frame.hpp"
 #include "dissector/protocol/program.hpp"
@@ -79,6 +81,28 @@ struct ResponseHint {
 };
 // The hint for the response to `request` (a decoded request frame).
 ResponseHint response_hint(const ProgramSet& ps, const Frame& request);
+
+// Which groups are consumer groups, learnt from their JoinGroup requests in
+// capture order (on any connection): a SyncGroup before v5 names no
+// protocol type, and its assignments are consumer protocol payloads only in
+// such groups. `kwire decode`'s sessions and the Wireshark plugin keep one.
+// Bounded: forgotten wholesale past kMaxGroups.
+class GroupProtocols {
+ public:
+  // After a request is decoded into `request` with `ps`: learns from a JoinGroup, and returns
+  // the hint for its response; for a SyncGroup before v5, also the one it is
+  // to be decoded again with (redecode()).
+  ResponseHint learn(const ProgramSet& ps, const Frame& request);
+  // Whether `request`, decoded without a hint, is to be decoded again with `hint`.
+  static bool redecode(const Frame& request, const ResponseHint& hint) {
+    return request.api_key == 14 && request.api_version < 5 && hint.consumer_protocol;
+  }
+  void clear() { consumer_.clear(); }
+
+ private:
+  static constexpr size_t kMaxGroups = 1 << 16;
+  std::unordered_map<std::string, bool> consumer_;   // group id -> protocol type is "consumer"
+};
 
 class FrameDecoder {
  public:

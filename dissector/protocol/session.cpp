@@ -10,8 +10,6 @@ namespace {
 constexpr int kRequests = 0;   // direction index: bytes from the Kafka client
 constexpr int kResponses = 1;
 constexpr int16_t kProduce = 0;
-constexpr int16_t kJoinGroup = 11;
-constexpr int16_t kSyncGroup = 14;
 constexpr int16_t kSaslHandshake = 17;
 constexpr size_t kMaxWaiting = 256;  // hunt candidates waiting for their bytes, per direction
 
@@ -501,38 +499,14 @@ void KafkaSessions::message(Conn& c, int dir, std::span<const uint8_t> msg, uint
   out_.on_frame(ctx, frame_);
 }
 
-// A request into frame_; returns what its response's decoding needs.
-// JoinGroup requests teach the group's protocol type; a SyncGroup request
-// before v5 that turns out to be of a consumer group is decoded again with
-// its assignments read as consumer protocol payloads, and so is its response.
+// A request into frame_; returns what its response's decoding needs. A
+// SyncGroup request before v5 of a consumer group is decoded again with its
+// assignments read as consumer protocol payloads (GroupProtocols).
 ResponseHint KafkaSessions::decode_request(std::span<const uint8_t> msg, bool cut) {
   decoder_.decode_request(msg, frame_, cut);
-  if (frame_.api_key == kJoinGroup) {
-    learn_group_protocol(frame_);
-  } else if (frame_.api_key == kSyncGroup && frame_.api_version < 5 && frame_.program) {
-    const ResponseHint hint = sync_group_hint(frame_);
-    if (hint.consumer_protocol) decoder_.decode_request(msg, frame_, cut, &hint);
-    return hint;
-  }
-  return response_hint(ps_, frame_);
-}
-
-void KafkaSessions::learn_group_protocol(const Frame& join) {
-  if (!join.body) return;
-  const Node* group = find_field(join, ps_, join.body, "GroupId");
-  const Node* type = find_field(join, ps_, join.body, "ProtocolType");
-  if (!group || group->is_null() || !type || type->is_null()) return;
-  if (consumer_groups_.size() >= kMaxGroups) consumer_groups_.clear();
-  consumer_groups_[std::string(group->str())] = type->str() == "consumer";
-}
-
-ResponseHint KafkaSessions::sync_group_hint(const Frame& sync) const {
-  ResponseHint h;
-  const Node* group = sync.body ? find_field(sync, ps_, sync.body, "GroupId") : nullptr;
-  if (!group || group->is_null()) return h;
-  auto it = consumer_groups_.find(std::string(group->str()));
-  h.consumer_protocol = it != consumer_groups_.end() && it->second;
-  return h;
+  const ResponseHint hint = groups_.learn(ps_, frame_);
+  if (GroupProtocols::redecode(frame_, hint)) decoder_.decode_request(msg, frame_, cut, &hint);
+  return hint;
 }
 
 void KafkaSessions::response(Conn& c, FrameContext& ctx, std::span<const uint8_t> msg) {

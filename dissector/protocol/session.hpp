@@ -154,14 +154,7 @@ class KafkaSessions : public StreamSink {
   SessionStats stats_;
   std::unordered_map<uint32_t, std::unique_ptr<Conn>> conns_;
   std::vector<Endpoint> known_brokers_;  // endpoints seen answering Kafka requests
-  // Group id -> whether its JoinGroup requests named protocol type
-  // "consumer": SyncGroup before v5 does not say, and its assignments are
-  // consumer protocol payloads only in such groups. Bounded: forgotten
-  // wholesale past kMaxGroups.
-  static constexpr size_t kMaxGroups = 1 << 16;
-  std::unordered_map<std::string, bool> consumer_groups_;
-  void learn_group_protocol(const Frame& join_request);
-  ResponseHint sync_group_hint(const Frame& sync_request) const;
+  GroupProtocols groups_;   // which groups are consumer groups (old SyncGroups do not say)
   ResponseHint decode_request(std::span<const uint8_t> msg, bool cut);
 };
 

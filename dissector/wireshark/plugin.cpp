@@ -132,11 +132,9 @@ std::deque<PduInfo> pdu_infos;
 std::vector<std::unique_ptr<Connection>> connections;
 struct Endpoint { address addr; uint32_t port; };
 std::vector<Endpoint> known_brokers;   // endpoints seen answering Kafka requests
-// Group id -> whether its JoinGroup requests name protocol type "consumer",
-// learnt on the first pass in packet order, as `kwire decode` does: a
-// SyncGroup before v5 does not say. Cleared wholesale when it gets large.
-std::unordered_map<std::string, bool> consumer_groups;
-constexpr size_t kMaxGroups = 65536;
+// Which groups are consumer groups, learnt on the first pass in packet
+// order, as `kwire decode` learns it.
+GroupProtocols group_protocols;
 
 Frame& scratch_frame() {
   static Frame f;
@@ -147,26 +145,7 @@ void reset_capture_state() {
   pdu_infos.clear();
   connections.clear();
   known_brokers.clear();   // addresses live in wmem_file_scope, which goes too
-  consumer_groups.clear();
-}
-
-// First pass of a decoded request: what JoinGroup teaches, what its
-// response (or, for an old SyncGroup, the request itself) needs.
-ResponseHint learn_request(const ProgramSet& ps, const Frame& f) {
-  const Node* group = f.body ? find_field(f, ps, f.body, "GroupId") : nullptr;
-  if (f.api_key == 11 && group && !group->is_null()) {
-    const Node* type = find_field(f, ps, f.body, "ProtocolType");
-    if (type && !type->is_null()) {
-      if (consumer_groups.size() >= kMaxGroups) consumer_groups.clear();
-      consumer_groups[std::string(group->str())] = type->str() == "consumer";
-    }
-  } else if (f.api_key == 14 && f.api_version < 5 && f.program) {
-    ResponseHint h;
-    auto it = group && !group->is_null() ? consumer_groups.find(std::string(group->str())) : consumer_groups.end();
-    h.consumer_protocol = it != consumer_groups.end() && it->second;
-    return h;
-  }
-  return response_hint(ps, f);
+  group_protocols.clear();
 }
 
 bool is_known_broker(const address* a, uint32_t port) {
@@ -544,10 +523,8 @@ int dissect_pdu(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void* data)
                   " is not a plausible Kafka message size; the rest of this direction is not decoded");
   } else if (info->request) {
     decoder.decode_request(msg, f);
-    if (first_pass) info->hint = learn_request(programs_now, f);
-    // A SyncGroup before v5 of a consumer group: again, reading its assignments.
-    if (f.api_key == 14 && f.api_version < 5 && info->hint.consumer_protocol)
-      decoder.decode_request(msg, f, false, &info->hint);
+    if (first_pass) info->hint = group_protocols.learn(programs_now, f);
+    if (GroupProtocols::redecode(f, info->hint)) decoder.decode_request(msg, f, false, &info->hint);
   } else if (!info->unmatched) {
     decoder.decode_response(msg, info->api_key, info->api_version, f, false, info->hint);
     if (first_pass && info->api_key == 17 && info->api_version == 0 && f.ok()) {

@@ -80,6 +80,10 @@ def value(abbrev, v, tree):
     return v
 
 
+class Payload(dict):
+    """The fields of a payload decoded inside a bytes field."""
+
+
 def payload(tree):
     """A payload decoded inside a bytes field, as kwire's JSON writes it: a
     data struct's fields (its version among them), or an enveloped message
@@ -87,9 +91,9 @@ def payload(tree):
     pairs = pairs_of(tree)
     if any(k in HEADERS for k, _ in pairs):
         (hk, hv), (bk, bv) = pairs[0], pairs[1]
-        return {"header": struct(hv) if isinstance(hv, list) else {},
-                "body": struct(bv) if isinstance(bv, list) else {}}
-    return struct(pairs)
+        return Payload(header=struct(hv) if isinstance(hv, list) else {},
+                       body=struct(bv) if isinstance(bv, list) else {})
+    return Payload(struct(pairs))
 
 
 def struct(pairs):
