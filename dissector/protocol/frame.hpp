@@ -131,6 +131,13 @@ class NodeTape {
     return *n;
   }
   void push_back(const Node& n) { *append() = n; }
+  // `n` unwritten nodes at the end; the caller sets every member of each.
+  [[gnu::always_inline]] Node* append_n(size_t n) {
+    if (cap_ - size_ < n) [[unlikely]] grow(size_ + n);
+    Node* first = data_ + size_;
+    size_ += n;
+    return first;
+  }
   // An unwritten node at the end; the caller sets every member.
   [[gnu::always_inline]] Node* append() {
     if (size_ == cap_) [[unlikely]] grow(size_ + 1);

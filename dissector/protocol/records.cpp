@@ -723,8 +723,9 @@ bool RecordsDecoder::record_fast(const Place& rp, const uint8_t*& pp, uint32_t a
   const size_t base = f_.nodes.size();
   const uint32_t rec = static_cast<uint32_t>(base);
   const uint32_t total = 8 + 3 * static_cast<uint32_t>(header_count);
-  f_.nodes.resize(base + total);
-  Node* n = f_.nodes.data() + base;
+  // Every member of every node is written below (set() the value too), so
+  // the nodes are not zeroed first.
+  Node* const n = f_.nodes.append_n(total);
   auto set = [&](Node& x, uint32_t desc, WireType t, uint32_t parent, const uint8_t* at, uint32_t length, uint8_t flags) {
     x.desc = desc;
     x.type = t;
@@ -732,7 +733,10 @@ bool RecordsDecoder::record_fast(const Place& rp, const uint8_t*& pp, uint32_t a
     x.offset = rp.at(at);
     x.length = length;
     x.flags = flags;
-    x.end = static_cast<uint32_t>(&x - f_.nodes.data()) + 1;
+    x.end = rec + static_cast<uint32_t>(&x - n) + 1;
+    x.aux = 0;
+    x.v.u = 0;
+    x.tag = 0;
   };
   auto bytes = [&](Node& x, uint32_t desc, WireType t, uint32_t parent, const uint8_t* at, const uint8_t* data, int32_t m) {
     set(x, desc, t, parent, at, static_cast<uint32_t>(data - at) + static_cast<uint32_t>(m < 0 ? 0 : m), fl);
