@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -111,6 +112,22 @@ TEST(Base64, Rfc4648VectorsAndLongerRuns) {
     std::string whole = wire::base64(all), part = wire::base64({all.data(), n});
     ASSERT_EQ(part.size(), (n + 2) / 3 * 4);
     EXPECT_EQ(part.substr(0, n / 3 * 4), whole.substr(0, n / 3 * 4)) << n;
+  }
+  // 12 to 15 bytes left take one more 12-byte step when the 16 bytes from
+  // them are on one page, the scalar code when they reach into the next:
+  // every placement up to 20 bytes before a page's end reads the same text.
+  {
+    auto* page = static_cast<uint8_t*>(std::aligned_alloc(4096, 8192));
+    ASSERT_NE(page, nullptr);
+    for (size_t n = 12; n <= 40; ++n)
+      for (size_t gap = 0; gap <= 20; ++gap) {
+        uint8_t* at = page + 4096 - n - gap;
+        std::memcpy(at, all.data(), n);
+        const std::string whole = wire::base64(all), part = wire::base64({at, n});
+        ASSERT_EQ(part.size(), (n + 2) / 3 * 4);
+        EXPECT_EQ(part.substr(0, n / 3 * 4), whole.substr(0, n / 3 * 4)) << n << " bytes, " << gap << " before the page end";
+      }
+    std::free(page);
   }
   // A uuid: URL-safe, no padding (Kafka's Uuid.toString), 22 characters.
   uint8_t u[16];

@@ -25,27 +25,45 @@ constexpr Pairs make_pairs(const char* alphabet) {
 }
 
 #if defined(__x86_64__)
-// Standard base64 of `blocks` runs of 12 bytes into 16 characters each, with
-// SSSE3; reads 16 bytes for each 12 (the caller leaves 4 more readable).
-// Per 3 input bytes a, b, c the shuffle makes the 32-bit lane b a c b; two
-// masked 16-bit multiplies move the four 6-bit indices to the lane's four
-// bytes; one table lookup turns each index into its character's offset
-// from it ('A' - 0 for 0-25, 'a' - 26 for 26-51, '0' - 52 for 52-61, then
-// '+' - 62 and '/' - 63).
-__attribute__((target("ssse3"))) char* encode64_ssse3(char* o, const uint8_t* d, size_t blocks) {
+// Standard base64 of 12 bytes (the first 12 of `raw`) into 16 characters,
+// with SSSE3. Per 3 input bytes a, b, c the shuffle makes the 32-bit lane
+// b a c b; two masked 16-bit multiplies move the four 6-bit indices to the
+// lane's four bytes; one table lookup turns each index into its character's
+// offset from it ('A' - 0 for 0-25, 'a' - 26 for 26-51, '0' - 52 for 52-61,
+// then '+' - 62 and '/' - 63).
+__attribute__((target("ssse3"), always_inline)) inline __m128i encode12(__m128i raw) {
   const __m128i spread = _mm_setr_epi8(1, 0, 2, 1, 4, 3, 5, 4, 7, 6, 8, 7, 10, 9, 11, 10);
   const __m128i offsets = _mm_setr_epi8(71, -4, -4, -4, -4, -4, -4, -4, -4, -4, -4, -19, -16, 65, 0, 0);
-  for (size_t b = 0; b < blocks; ++b, d += 12, o += 16) {
-    const __m128i in = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(d)), spread);
-    const __m128i hi = _mm_mulhi_epu16(_mm_and_si128(in, _mm_set1_epi32(0x0fc0fc00)), _mm_set1_epi32(0x04000040));
-    const __m128i lo = _mm_mullo_epi16(_mm_and_si128(in, _mm_set1_epi32(0x003f03f0)), _mm_set1_epi32(0x01000010));
-    const __m128i idx = _mm_or_si128(hi, lo);
-    // 0-51 -> 0 (and 0-25 then -> 13), 52-63 -> 1-12.
-    __m128i sel = _mm_subs_epu8(idx, _mm_set1_epi8(51));
-    sel = _mm_or_si128(sel, _mm_and_si128(_mm_cmpgt_epi8(_mm_set1_epi8(26), idx), _mm_set1_epi8(13)));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(o), _mm_add_epi8(idx, _mm_shuffle_epi8(offsets, sel)));
-  }
+  const __m128i in = _mm_shuffle_epi8(raw, spread);
+  const __m128i hi = _mm_mulhi_epu16(_mm_and_si128(in, _mm_set1_epi32(0x0fc0fc00)), _mm_set1_epi32(0x04000040));
+  const __m128i lo = _mm_mullo_epi16(_mm_and_si128(in, _mm_set1_epi32(0x003f03f0)), _mm_set1_epi32(0x01000010));
+  const __m128i idx = _mm_or_si128(hi, lo);
+  // 0-51 -> 0 (and 0-25 then -> 13), 52-63 -> 1-12.
+  __m128i sel = _mm_subs_epu8(idx, _mm_set1_epi8(51));
+  sel = _mm_or_si128(sel, _mm_and_si128(_mm_cmpgt_epi8(_mm_set1_epi8(26), idx), _mm_set1_epi8(13)));
+  return _mm_add_epi8(idx, _mm_shuffle_epi8(offsets, sel));
+}
+
+// `blocks` runs of 12 bytes into 16 characters each; reads 16 bytes for each
+// 12 (the caller leaves 4 more readable).
+__attribute__((target("ssse3"))) char* encode64_ssse3(char* o, const uint8_t* d, size_t blocks) {
+  for (size_t b = 0; b < blocks; ++b, d += 12, o += 16)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(o), encode12(_mm_loadu_si128(reinterpret_cast<const __m128i*>(d))));
   return o;
+}
+
+// One more block where 12 to 15 bytes are left: the 16-byte load reads up to
+// 4 bytes past the data, which the shuffle does not use. Only where those 16
+// bytes are on one page, so that the load cannot fault. The load is written
+// in assembly: a sanitizer would take it for a read past the buffer.
+[[gnu::always_inline]] inline bool same_page16(const uint8_t* d) {
+  return (reinterpret_cast<uintptr_t>(d) & 4095) <= 4096 - 16;
+}
+__attribute__((target("ssse3"))) char* encode64_ssse3_last(char* o, const uint8_t* d) {
+  __m128i raw;
+  asm("movdqu %1, %0" : "=x"(raw) : "m"(*reinterpret_cast<const uint8_t(*)[12]>(d)));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(o), encode12(raw));
+  return o + 16;
 }
 #endif
 
@@ -53,10 +71,17 @@ char* encode64(char* o, std::span<const uint8_t> d, const char* alphabet, const 
   size_t i = 0;
 #if defined(__x86_64__)
   static const bool ssse3 = __builtin_cpu_supports("ssse3");
-  if (ssse3 && alphabet[62] == '+' && d.size() >= 16) {   // its table is the standard alphabet's
-    const size_t blocks = (d.size() - 4) / 12;
-    o = encode64_ssse3(o, d.data(), blocks);
-    i = blocks * 12;
+  if (ssse3 && alphabet[62] == '+' && d.size() >= 12) {   // its table is the standard alphabet's
+    if (d.size() >= 16) {
+      const size_t blocks = (d.size() - 4) / 12;
+      o = encode64_ssse3(o, d.data(), blocks);
+      i = blocks * 12;
+    }
+    // Short keys and the tails of values: 12 bytes of them in one more step.
+    if (d.size() - i >= 12 && same_page16(d.data() + i)) {
+      o = encode64_ssse3_last(o, d.data() + i);
+      i += 12;
+    }
   }
 #endif
   // Six bytes at a time (from an eight-byte load) into eight characters.
