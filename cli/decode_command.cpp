@@ -46,7 +46,7 @@ bool parse_ports(const std::string& s, std::set<uint16_t>& ports, std::string& e
 }
 
 int decode_command(std::vector<std::string> args) {
-  ProgramSet ps = ProgramSet::release();
+  ProgramSet ps = ProgramSet::build_release();
   std::string error;
   if (!apply_spec_options(args, ps, error)) {
     std::cerr << "kwire decode: " << error << "\n";

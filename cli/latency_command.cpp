@@ -28,7 +28,7 @@ const char* kLatencyHelp =
 }  // namespace
 
 int latency_command(std::vector<std::string> args) {
-  ProgramSet ps = ProgramSet::release();
+  ProgramSet ps = ProgramSet::build_release();
   std::string error;
   auto fail = [](const std::string& why) {
     std::cerr << "kwire latency: " << why << "\n";

@@ -554,7 +554,7 @@ int Recorder::finish(int status) {
 }  // namespace
 
 int record_command(std::vector<std::string> args) {
-  ProgramSet ps = ProgramSet::release();
+  ProgramSet ps = ProgramSet::build_release();
   std::string error;
   if (!apply_spec_options(args, ps, error)) {
     std::cerr << "kwire record: " << error << "\n";

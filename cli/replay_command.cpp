@@ -103,7 +103,7 @@ void list_rules() {
 }  // namespace
 
 int replay_command(std::vector<std::string> args) {
-  ProgramSet ps = ProgramSet::release();
+  ProgramSet ps = ProgramSet::build_release();
   std::string error;
   auto fail = [](const std::string& m) { std::cerr << "kwire replay: " << m << "\n"; return 2; };
   if (!apply_spec_options(args, ps, error)) return fail(error);

@@ -10,7 +10,7 @@
 namespace kwire::cli {
 
 int specs_command(std::vector<std::string> args) {
-  ProgramSet ps = ProgramSet::release();
+  ProgramSet ps = ProgramSet::build_release();
   std::string error;
   if (!apply_spec_options(args, ps, error)) {
     std::cerr << "kwire specs: " << error << "\n";

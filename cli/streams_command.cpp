@@ -74,7 +74,7 @@ bool write_file(const std::string& path, const std::string& text) {
 }  // namespace
 
 int streams_command(std::vector<std::string> args) {
-  ProgramSet ps = ProgramSet::release();
+  ProgramSet ps = ProgramSet::build_release();
   std::string error;
   if (!apply_spec_options(args, ps, error)) {
     std::cerr << "kwire streams: " << error << "\n";

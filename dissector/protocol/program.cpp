@@ -132,12 +132,14 @@ void ProgramSet::add_field(const FieldDesc& d) {
   key_text_.append(kPad, '\0');
 }
 
+ProgramSet ProgramSet::build_release() {
+  ProgramSet ps;
+  ps.add(generated::release_tables());
+  return ps;
+}
+
 const ProgramSet& ProgramSet::release() {
-  static const ProgramSet set = [] {
-    ProgramSet ps;
-    ps.add(generated::release_tables());
-    return ps;
-  }();
+  static const ProgramSet set = build_release();
   return set;
 }
 
@@ -146,6 +148,15 @@ void ProgramSet::add(const ProgramTables& t, std::shared_ptr<const void> owner) 
   if (owner) owners_.push_back(std::move(owner));
   const uint32_t fbase = static_cast<uint32_t>(fields_.size());
   const uint32_t sbase = static_cast<uint32_t>(structs_.size());
+  // Grown once: the release's tables are tens of thousands of fields.
+  fields_.reserve(fields_.size() + t.fields.size());
+  ops_.reserve(ops_.size() + t.fields.size());
+  text_.reserve(text_.size() + t.fields.size());
+  size_t text = key_text_.size();
+  for (const FieldDesc& f : t.fields) text += f.json_name.size() + f.name.size() + 3;
+  key_text_.reserve(text + 32);
+  structs_.reserve(structs_.size() + t.structs.size());
+  messages_.reserve(messages_.size() + t.messages.size());
   for (FieldDesc f : t.fields) {
     if (f.sub >= 0) f.sub += static_cast<int32_t>(sbase);
     add_field(f);

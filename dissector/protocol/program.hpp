@@ -178,6 +178,9 @@ class ProgramSet {
   ProgramSet();  // builtin descriptors only
   // The specs compiled into this binary (Kafka release + nothing else).
   static const ProgramSet& release();
+  // A new set of the same specs, for a command to add overlays to (cheaper
+  // than building release() and copying it).
+  static ProgramSet build_release();
 
   // Appends tables (their indices are relative) and indexes their messages.
   // A message replaces any earlier one with the same (api key, version,
