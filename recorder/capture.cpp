@@ -261,7 +261,8 @@ bool read_capture_file(const std::string& path, const CaptureOptions& opts, Stre
   // Our own FILE with a 1 MiB buffer: stdio's default (4 KiB) costs a read(2)
   // every few packets. glibc needs the buffer given, not just its size; it
   // must outlive the pcap handle that closes the FILE (declared after it).
-  auto file_buffer = std::make_unique<char[]>(kReadBufferSize);
+  // Not zeroed: a mapped file uses only the few bytes libpcap reads of its header.
+  auto file_buffer = std::make_unique_for_overwrite<char[]>(kReadBufferSize);
   FILE* file = from_stdin ? fdopen(dup(0), "rb") : std::fopen(path.c_str(), "rb");
   if (!file) {
     error = "cannot read " + name + ": " + std::strerror(errno);
