@@ -130,13 +130,13 @@ class Run {
 
   // Reads a length: compact (unsigned varint of length+1) or classic int16/int32.
   // Returns false on failure; `len` is -1 for null.
-  bool length(const FieldDesc& d, bool compact, bool wide, int64_t& len) {
+  // Inlined: every array and string reads one.
+  [[gnu::always_inline]] bool length(const FieldDesc& d, bool compact, bool wide, int64_t& len) {
     if (compact) {
       uint32_t u;
       uint32_t at = pos();
       auto s = wire::read_uvarint32(p_, end_, u);
-      if (s == VarintStatus::Truncated) return fail(at, std::string(d.name) + ": length varint runs past the end");
-      if (s == VarintStatus::Overlong) return fail(at, std::string(d.name) + ": overlong length varint");
+      if (s != VarintStatus::Ok) [[unlikely]] return bad_length_varint(d, at, s);
       note_varint(at, u);
       len = static_cast<int64_t>(u) - 1;
       return true;
@@ -151,6 +151,11 @@ class Run {
       p_ += 2;
     }
     return true;
+  }
+
+  [[gnu::noinline, gnu::cold]] bool bad_length_varint(const FieldDesc& d, uint32_t at, VarintStatus s) {
+    if (s == VarintStatus::Truncated) return fail(at, std::string(d.name) + ": length varint runs past the end");
+    return fail(at, std::string(d.name) + ": overlong length varint");
   }
 
   bool blob(const FieldDesc& d, uint32_t di, uint32_t parent, uint8_t flags, WireType t) {
