@@ -580,6 +580,8 @@ ResponseHint response_hint(const ProgramSet& ps, const Frame& request) {
 }
 
 ResponseHint GroupProtocols::learn(const ProgramSet& ps, const Frame& f) {
+  if (f.api_key != 11 && f.api_key != 14) return response_hint(ps, f);
+  // JoinGroup and SyncGroup only: the name lookup is not free on every request.
   const Node* group = f.body ? find_field(f, ps, f.body, "GroupId") : nullptr;
   const bool named = group && !group->is_null();
   if (f.api_key == 11) {
