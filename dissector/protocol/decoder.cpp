@@ -580,21 +580,23 @@ ResponseHint response_hint(const ProgramSet& ps, const Frame& request) {
 }
 
 ResponseHint GroupProtocols::learn(const ProgramSet& ps, const Frame& f) {
-  if (f.api_key != 11 && f.api_key != 14) return response_hint(ps, f);
-  // JoinGroup and SyncGroup only: the name lookup is not free on every request.
-  const Node* group = f.body ? find_field(f, ps, f.body, "GroupId") : nullptr;
+  // Only a JoinGroup teaches and only a SyncGroup before v5 asks: the name
+  // lookups stay off every other request.
+  const bool join = f.api_key == 11;
+  const bool old_sync = f.api_key == 14 && f.api_version < 5 && f.program;
+  if ((!join && !old_sync) || !f.body) return response_hint(ps, f);
+  const Node* group = find_field(f, ps, f.body, "GroupId");
   const bool named = group && !group->is_null();
-  if (f.api_key == 11) {
-    const Node* type = find_field(f, ps, f.body, "ProtocolType");
-    if (named && type && !type->is_null()) {
-      if (consumer_.size() >= kMaxGroups) consumer_.clear();
-      consumer_[std::string(group->str())] = type->str() == "consumer";
-    }
-  } else if (f.api_key == 14 && f.api_version < 5 && f.program) {
+  if (old_sync) {
     ResponseHint h;
     const auto it = named ? consumer_.find(std::string(group->str())) : consumer_.end();
     h.consumer_protocol = it != consumer_.end() && it->second;
     return h;
+  }
+  const Node* type = find_field(f, ps, f.body, "ProtocolType");
+  if (named && type && !type->is_null()) {
+    if (consumer_.size() >= kMaxGroups) consumer_.clear();
+    consumer_[std::string(group->str())] = type->str() == "consumer";
   }
   return response_hint(ps, f);
 }

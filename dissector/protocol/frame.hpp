@@ -139,10 +139,7 @@ class NodeTape {
     return first;
   }
   // An unwritten node at the end; the caller sets every member.
-  [[gnu::always_inline]] Node* append() {
-    if (size_ == cap_) [[unlikely]] grow(size_ + 1);
-    return &data_[size_++];
-  }
+  [[gnu::always_inline]] Node* append() { return append_n(1); }
 
  private:
   void grow(size_t need);
