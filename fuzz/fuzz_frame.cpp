@@ -5,7 +5,8 @@
 // a response of that api key and version (`rest` is the message after its
 // size prefix: correlation id, header, body). Every decoded frame, malformed
 // or not, is rendered (summary, field tree, JSON); one that decoded cleanly
-// is encoded again (see check_round_trip).
+// is encoded again (see check_round_trip), and every frame is decoded again
+// by the interpreter, which must read what the generated decoders read.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -94,11 +95,30 @@ void check_round_trip(const ProgramSet& ps, const Frame& f, const std::vector<ui
   }
 }
 
+// The interpreter reads the same nodes and errors as the generated decoders.
+void check_interpreted(const FrameDecoder& interpreter, const Frame& f, std::span<const uint8_t> message,
+                       int16_t api, int16_t version, const char* what) {
+  static Frame again;
+  if (f.direction == Direction::Request) interpreter.decode_request(message, again);
+  else interpreter.decode_response(message, api, version, again);
+  std::string why;
+  if (!same_decoding(f, again, &why)) {
+    std::fprintf(stderr, "%s %d v%d: the generated decoders and the interpreter differ: %s\n", what, f.api_key,
+                 f.api_version, why.c_str());
+    std::abort();
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const ProgramSet& ps = ProgramSet::release();
   static FrameDecoder decoder(ps);
+  static FrameDecoder interpreter = [] {
+    FrameDecoder d(ps);
+    d.set_compiled(false);
+    return d;
+  }();
   static Frame frame;
   if (size < 4) return 0;
   const int16_t api = static_cast<int16_t>((data[0] << 8) | data[1]);
@@ -106,11 +126,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   std::vector<uint8_t> request = with_size(data, size);
   decoder.decode_request(request, frame);
+  check_interpreted(interpreter, frame, request, 0, 0, "request");
   render(ps, frame);
   check_round_trip(ps, frame, request, "request");
 
   std::vector<uint8_t> response = with_size(data + 4, size - 4);
   decoder.decode_response(response, api, version, frame);
+  check_interpreted(interpreter, frame, response, api, version, "response");
   render(ps, frame);
   check_round_trip(ps, frame, response, "response");
   return 0;

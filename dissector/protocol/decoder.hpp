@@ -120,6 +120,10 @@ class FrameDecoder {
   // Whether payloads inside bytes fields are decoded (on by default). Replay
   // turns it off: it sends those bytes as recorded and edits no value in them.
   void set_nested(bool on) { nested_ = on; }
+  // Whether the release's structs are read by their generated decoders (on
+  // by default) or all by the interpreter, which reads the same nodes and
+  // errors; tests compare the two.
+  void set_compiled(bool on) { compiled_ = on; }
   // Reads only what identifies a request: api key, version, correlation id.
   struct RequestId { int16_t api_key; int16_t api_version; int32_t correlation_id; };
   static bool peek_request(std::span<const uint8_t> message, RequestId& id);
@@ -129,6 +133,7 @@ class FrameDecoder {
  private:
   const ProgramSet& ps_;
   bool nested_ = true;
+  bool compiled_ = true;
 };
 
 }  // namespace kwire

@@ -43,6 +43,43 @@ std::string_view Frame::own(std::string s) {
   return *owned_.back();
 }
 
+bool same_decoding(const Frame& a, const Frame& b, std::string* why) {
+  auto differ = [&](std::string what) {
+    if (why) *why = std::move(what);
+    return false;
+  };
+  if (a.program != b.program || a.api_key != b.api_key || a.api_version != b.api_version ||
+      a.direction != b.direction || a.correlation_id != b.correlation_id || a.header_version != b.header_version)
+    return differ("read as different messages");
+  if (a.canonical != b.canonical) return differ("canonical flag");
+  if (a.body != b.body) return differ("body node " + std::to_string(a.body) + " against " + std::to_string(b.body));
+  if (a.errors.size() != b.errors.size())
+    return differ(std::to_string(a.errors.size()) + " errors against " + std::to_string(b.errors.size()));
+  for (size_t i = 0; i < a.errors.size(); ++i)
+    if (a.errors[i].offset != b.errors[i].offset || a.errors[i].reason != b.errors[i].reason)
+      return differ("error " + std::to_string(i) + ": \"" + a.errors[i].reason + "\" at " +
+                    std::to_string(a.errors[i].offset) + " against \"" + b.errors[i].reason + "\" at " +
+                    std::to_string(b.errors[i].offset));
+  if (a.nodes.size() != b.nodes.size())
+    return differ(std::to_string(a.nodes.size()) + " nodes against " + std::to_string(b.nodes.size()));
+  for (size_t i = 0; i < a.nodes.size(); ++i) {
+    const Node& x = a.nodes[i];
+    const Node& y = b.nodes[i];
+    if (x.desc != y.desc || x.offset != y.offset || x.length != y.length || x.end != y.end || x.parent != y.parent ||
+        x.aux != y.aux || x.flags != y.flags || x.type != y.type || x.tag != y.tag)
+      return differ("node " + std::to_string(i));
+    if (x.v.u != y.v.u) {
+      // Data in a decompressed buffer is each frame's own copy: same bytes, elsewhere.
+      const bool data = x.type == WireType::String || x.type == WireType::Bytes || x.type == WireType::Records ||
+                        x.type == WireType::Uuid || x.type == WireType::VarBytes || x.type == WireType::VarString;
+      const size_t len = x.type == WireType::Uuid ? 16 : x.aux;
+      if (!data || !(x.flags & kInner) || !x.v.p || !y.v.p || std::memcmp(x.v.p, y.v.p, len) != 0)
+        return differ("node " + std::to_string(i) + " value");
+    }
+  }
+  return true;
+}
+
 std::string node_path(const Frame& f, const ProgramSet& ps, uint32_t node) {
   std::vector<std::string_view> parts;
   for (uint32_t i = node;;) {

@@ -241,6 +241,11 @@ class Children {
   uint32_t first_, end_;
 };
 
+// Whether two decodings of the same message are the same: what it was read
+// as, every node member for member, the errors and the canonical flag.
+// Otherwise says where they first differ in `why`.
+bool same_decoding(const Frame& a, const Frame& b, std::string* why = nullptr);
+
 // The dotted spec path of a node: "Groups.Members.MemberEpoch".
 std::string node_path(const Frame& f, const ProgramSet& ps, uint32_t node);
 // A top-level or nested field by spec path from `from` (e.g. "ErrorCode").

@@ -1,5 +1,6 @@
 // Implemented by the build-time generated programs.gen.cpp.
 #pragma once
+#include <span>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -8,6 +9,9 @@
 
 namespace kwire::generated {
 ProgramTables release_tables();
+size_t release_field_count();
+// Decoders of release_tables()'s structs, by index (decoders.gen.cpp).
+std::span<const CompiledStruct> compiled_structs();
 // The overlays shipped in specs/overlays/, by directory name.
 std::vector<std::pair<std::string_view, ProgramTables>> overlay_tables();
 }  // namespace kwire::generated

@@ -134,7 +134,12 @@ void ProgramSet::add_field(const FieldDesc& d) {
 
 ProgramSet ProgramSet::build_release() {
   ProgramSet ps;
+  // The generated decoders name fields and structs by their index here:
+  // the builtins, then the release's tables.
   ps.add(generated::release_tables());
+  const auto compiled = generated::compiled_structs();
+  if (compiled.size() == ps.structs_.size() && ps.fields_.size() == kBuiltinDescCount + generated::release_field_count())
+    ps.compiled_ = compiled;
   return ps;
 }
 

@@ -173,6 +173,11 @@ enum FieldMark : uint8_t {
   kMarkCodeNames = 1 << 1,  // its values may have names (codes.hpp: code_name)
 };
 
+namespace detail { class Run; }
+// A struct decoder kwire-codegen generated for one StructProgram of the
+// release (decoder_run.hpp).
+using CompiledStruct = bool (*)(detail::Run&, uint32_t node);
+
 class ProgramSet {
  public:
   ProgramSet();  // builtin descriptors only
@@ -220,6 +225,9 @@ class ProgramSet {
   uint32_t request_header(int v) const { return request_header_[v]; }
   uint32_t response_header(int v) const { return response_header_[v]; }
   size_t field_count() const { return fields_.size(); }
+  // The generated decoders of the release's structs, by StructProgram index
+  // (empty unless the set was built from the release).
+  std::span<const CompiledStruct> compiled() const { return compiled_; }
 
  private:
   void add_field(const FieldDesc& d);
@@ -246,6 +254,7 @@ class ProgramSet {
   uint32_t request_header_[3] = {0, 0, 0};
   uint32_t response_header_[2] = {0, 0};
   std::vector<std::shared_ptr<const void>> owners_;
+  std::span<const CompiledStruct> compiled_;
 };
 
 // Header versions per Kafka's rules.
