@@ -62,9 +62,13 @@ void check(Workload& w) {
   }
 }
 
-void BM_Decode(benchmark::State& state, const Workload* w) {
+// `compiled`: the release's structs read by their generated decoders (as
+// kwire does), or all by the interpreter (FrameDecoder::set_compiled), the
+// peer they are measured against in the same run.
+void BM_Decode(benchmark::State& state, const Workload* w, bool compiled) {
   const ProgramSet& ps = ProgramSet::release();
   FrameDecoder dec(ps);
+  dec.set_compiled(compiled);
   Frame f;
   for (auto _ : state) {
     for (const auto& m : w->messages) {
@@ -82,6 +86,29 @@ void BM_Decode(benchmark::State& state, const Workload* w) {
   if (w->plain_bytes)
     state.counters["uncompressed_bytes_per_second"] = benchmark::Counter(
         static_cast<double>(w->plain_bytes), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// What writing the tape alone costs: the workload's nodes, decoded once, are
+// written again node by node into a reused Frame (Frame::put_leaf, as the
+// decoder writes them), with no wire bytes read or checked. A floor under
+// the decoder's time per node while a node is 40 bytes.
+void BM_TapeWrite(benchmark::State& state, const Workload* w) {
+  const ProgramSet& ps = ProgramSet::release();
+  FrameDecoder dec(ps);
+  std::vector<Frame> frames(w->messages.size());
+  for (size_t i = 0; i < w->messages.size(); ++i) decode(dec, w->messages[i], frames[i]);
+  Frame out;
+  for (auto _ : state) {
+    for (const auto& f : frames) {
+      out.nodes.clear();
+      for (const Node& n : f.nodes) out.put_leaf(n.desc, n.type, n.parent, n.offset, n.length, n.flags, n.v.u, n.aux);
+      benchmark::DoNotOptimize(out.nodes.data());
+      benchmark::ClobberMemory();
+    }
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(w->bytes));
+  state.counters["nodes/s"] = benchmark::Counter(static_cast<double>(w->nodes),
+                                                 benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // Encodes Frames decoded once up front; the output vector is reused.
@@ -152,8 +179,12 @@ void register_all() {
   for (const auto& w : ws) {
     std::fprintf(stderr, "workload %-28s %3zu message(s), %8zu bytes, %7zu nodes\n", w.name.c_str(),
                  w.messages.size(), w.bytes, w.nodes);
-    benchmark::RegisterBenchmark(("decode/" + w.name).c_str(), BM_Decode, &w);
+    benchmark::RegisterBenchmark(("decode/" + w.name).c_str(), BM_Decode, &w, true);
   }
+  for (const auto& w : ws)
+    benchmark::RegisterBenchmark(("decode_interpreted/" + w.name).c_str(), BM_Decode, &w, false);
+  for (const auto& w : ws)
+    if (w.name == "metadata_v13_200x10") benchmark::RegisterBenchmark(("tape_write/" + w.name).c_str(), BM_TapeWrite, &w);
   for (const auto& w : ws)
     if (w.name == "metadata_v13_200x10" || w.name == "sg_heartbeat_v1_rebalance")
       benchmark::RegisterBenchmark(("encode/" + w.name).c_str(), BM_Encode, &w);
