@@ -172,7 +172,8 @@ void FramePrinter::on_frame(const FrameContext& ctx, const Frame& f) {
     if (f.direction == Direction::Request) ++requests_; else ++responses_;
     if (ctx.unmatched) ++unmatched_;
     if (!f.ok()) ++malformed_;
-    if (f.program) ++per_api_[{f.api_key, f.api_version, f.direction == Direction::Request ? 0 : 1}];
+    // Only --api-table reads the counts: a map walk per message otherwise.
+    if (o_.api_table && f.program) ++per_api_[{f.api_key, f.api_version, f.direction == Direction::Request ? 0 : 1}];
     if (latency_ && (o_.apis.empty() || o_.apis.count(f.api_key))) latency_->on_frame(ctx, f, chosen);
   }
   note_time(ctx);
