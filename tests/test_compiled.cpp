@@ -4,12 +4,15 @@
 // overwritten decode to the same nodes and the same errors either way.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <random>
 
 #include "dissector/protocol/decoder.hpp"
 #include "dissector/protocol/encoder.hpp"
 #include "dissector/protocol/generator.hpp"
 #include "dissector/protocol/overlays.hpp"
+#include "dissector/protocol/session.hpp"
+#include "recorder/capture.hpp"
 
 using namespace kwire;
 
@@ -142,4 +145,59 @@ TEST(Compiled, OverlayStructsAreInterpreted) {
     }
   }
   EXPECT_GT(overlay_messages, 0u);
+}
+
+namespace {
+
+// Every message of a capture, as a line per node: what it was read as, its
+// errors, and each node's members, with string, bytes and uuid values by
+// their bytes (a decompressed value lives in each decoding's own buffer).
+class Fingerprints : public FrameHandler {
+ public:
+  void on_frame(const FrameContext& ctx, const Frame& f) override {
+    std::string s = std::to_string(ctx.number) + " " + std::to_string(f.api_key) + " v" +
+                    std::to_string(f.api_version) + (f.canonical ? "" : " noncanonical") + "\n";
+    for (const auto& e : f.errors) s += "error " + std::to_string(e.offset) + " " + e.reason + "\n";
+    for (const Node& n : f.nodes) {
+      s += std::to_string(n.desc) + " " + std::to_string(n.offset) + " " + std::to_string(n.length) + " " +
+           std::to_string(n.end) + " " + std::to_string(n.parent) + " " + std::to_string(n.aux) + " " +
+           std::to_string(n.flags) + " " + std::to_string(static_cast<int>(n.type)) + " " + std::to_string(n.tag) + " ";
+      const bool data = n.type == WireType::String || n.type == WireType::Bytes || n.type == WireType::Records ||
+                        n.type == WireType::Uuid || n.type == WireType::VarBytes || n.type == WireType::VarString;
+      if (data && n.v.p) s.append(reinterpret_cast<const char*>(n.v.p), n.type == WireType::Uuid ? 16 : n.aux);
+      else if (!data) s += std::to_string(n.v.u);
+      s += '\n';
+    }
+    frames.push_back(std::move(s));
+  }
+  void on_capture_error(const PacketMeta&, const std::string&, const std::string&) override {}
+  void on_skip(const FrameContext&, uint64_t, const std::string&) override {}
+  std::vector<std::string> frames;
+};
+
+}  // namespace
+
+TEST(Compiled, EveryCommittedCaptureDecodesTheSameEitherWay) {
+  // Real traffic of Kafka 4.4.0 brokers and clients (captures/MANIFEST.md).
+  size_t captures = 0, messages = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(KWIRE_SOURCE_DIR) + "/captures")) {
+    if (entry.path().extension() != ".pcapng") continue;
+    std::vector<std::string> seen[2];
+    for (bool compiled : {true, false}) {
+      Fingerprints out;
+      SessionOptions opts;
+      opts.compiled = compiled;
+      KafkaSessions sessions(ProgramSet::release(), opts, out);
+      CaptureStats stats;
+      std::string error;
+      ASSERT_TRUE(read_capture_file(entry.path().string(), {}, sessions, stats, error)) << error;
+      seen[compiled ? 0 : 1] = std::move(out.frames);
+    }
+    ASSERT_EQ(seen[0].size(), seen[1].size()) << entry.path();
+    for (size_t i = 0; i < seen[0].size(); ++i) ASSERT_EQ(seen[0][i], seen[1][i]) << entry.path() << " message " << i;
+    ++captures;
+    messages += seen[0].size();
+  }
+  EXPECT_EQ(captures, 8u);
+  EXPECT_GT(messages, 1000u);
 }

@@ -100,6 +100,7 @@ struct KafkaSessions::Conn {
 KafkaSessions::KafkaSessions(const ProgramSet& ps, SessionOptions opts, FrameHandler& out)
     : ps_(ps), decoder_(ps), opts_(std::move(opts)), out_(out) {
   decoder_.set_nested(opts_.nested);
+  decoder_.set_compiled(opts_.compiled);
 }
 
 KafkaSessions::~KafkaSessions() = default;

@@ -42,6 +42,9 @@ struct SessionOptions {
   size_t max_pending = 4096;
   // Decode payloads inside bytes fields (FrameDecoder::set_nested).
   bool nested = true;
+  // The release's structs by their generated decoders; false: all by the
+  // interpreter (FrameDecoder::set_compiled), which tests compare them with.
+  bool compiled = true;
 };
 
 // What the consumer learns about each Kafka message besides the Frame.
