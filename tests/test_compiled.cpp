@@ -162,10 +162,8 @@ class Fingerprints : public FrameHandler {
       s += std::to_string(n.desc) + " " + std::to_string(n.offset) + " " + std::to_string(n.length) + " " +
            std::to_string(n.end) + " " + std::to_string(n.parent) + " " + std::to_string(n.aux) + " " +
            std::to_string(n.flags) + " " + std::to_string(static_cast<int>(n.type)) + " " + std::to_string(n.tag) + " ";
-      const bool data = n.type == WireType::String || n.type == WireType::Bytes || n.type == WireType::Records ||
-                        n.type == WireType::Uuid || n.type == WireType::VarBytes || n.type == WireType::VarString;
-      if (data && n.v.p) s.append(reinterpret_cast<const char*>(n.v.p), n.type == WireType::Uuid ? 16 : n.aux);
-      else if (!data) s += std::to_string(n.v.u);
+      if (n.has_data() && n.v.p) s.append(reinterpret_cast<const char*>(n.v.p), n.type == WireType::Uuid ? 16 : n.aux);
+      else if (!n.has_data()) s += std::to_string(n.v.u);
       s += '\n';
     }
     frames.push_back(std::move(s));

@@ -63,23 +63,8 @@ void emit_tables(std::ostream& out, const std::string& id, const ProgramTables& 
   out << "  t.origin = " << lit(t.origin) << ";\n  return t;\n}\n\n";
 }
 
-const char* enumerator(WireType t) {
-  switch (t) {
-    case WireType::Int8: return "WireType::Int8";
-    case WireType::Int16: return "WireType::Int16";
-    case WireType::Int32: return "WireType::Int32";
-    case WireType::Int64: return "WireType::Int64";
-    case WireType::Uint16: return "WireType::Uint16";
-    case WireType::Uint32: return "WireType::Uint32";
-    case WireType::Float64: return "WireType::Float64";
-    case WireType::Bool: return "WireType::Bool";
-    case WireType::Uuid: return "WireType::Uuid";
-    case WireType::String: return "WireType::String";
-    case WireType::Bytes: return "WireType::Bytes";
-    case WireType::Records: return "WireType::Records";
-    default: return nullptr;
-  }
-}
+// A WireType as C++, spelled as emit_tables spells it.
+std::string wire_type(WireType t) { return "WireType(" + std::to_string(int(t)) + ")"; }
 
 // One decoder per StructProgram of the release: the interpreter's loop
 // (decoder_run.hpp) unrolled over the struct's fields, each field read by
@@ -104,22 +89,21 @@ void emit_decoders(std::ostream& out, const ProgramTables& t) {
       while (k + run < sp.field_count && fixed_size(t.fields[rel + run].type)) ++run;
       if (run > 1) {
         std::string types;
-        for (uint32_t j = 0; j < run; ++j) types += std::string(j ? ", " : "") + enumerator(t.fields[rel + j].type);
+        for (uint32_t j = 0; j < run; ++j) types += (j ? ", " : "") + wire_type(t.fields[rel + j].type);
         steps.push_back("r.fixed_fields<" + types + ">(" + di + ", n)");
         k += run - 1;
         continue;
       }
-      const char* type = enumerator(f.type);
-      const char* elem = enumerator(f.elem);
-      const char* compact = f.compact() ? "true" : "false";
+      const std::string type = wire_type(f.type);
+      const std::string compact = f.compact() ? "true" : "false";
       if (fixed_size(f.type))
-        steps.push_back(std::string("r.fix<") + type + ">(" + di + ", n)");
+        steps.push_back("r.fix<" + type + ">(" + di + ", n)");
       else if (f.type == WireType::String || f.type == WireType::Bytes)
-        steps.push_back(std::string("r.text<") + type + ", " + compact + ">(" + di + ", n)");
-      else if (type)
-        steps.push_back(std::string("r.blob<") + type + ">(" + di + ", n)");
+        steps.push_back("r.text<" + type + ", " + compact + ">(" + di + ", n)");
+      else if (f.type == WireType::Records)
+        steps.push_back("r.blob<" + type + ">(" + di + ", n)");
       else if (f.type == WireType::Array && fixed_size(f.elem))
-        steps.push_back(std::string("r.fixed_array<") + elem + ", " + compact + ">(" + di + ", n)");
+        steps.push_back("r.fixed_array<" + wire_type(f.elem) + ", " + compact + ">(" + di + ", n)");
       else if (f.type == WireType::Array && f.elem == WireType::Struct && f.sub >= 0)
         steps.push_back("r.struct_array<s" + std::to_string(f.sub) + ", " + compact + ", " +
                         std::to_string(t.structs[static_cast<size_t>(f.sub)].min_size) + ">(" + di + ", n)");
@@ -216,7 +200,6 @@ int main(int argc, char** argv) {
   }
 
   out << "ProgramTables release_tables() { return release_program_tables(); }\n";
-  out << "size_t release_field_count() { return std::size(release_fields); }\n";
   out << "std::vector<std::pair<std::string_view, ProgramTables>> overlay_tables() {\n  return {\n";
   for (size_t i = 0; i < overlays.size(); ++i)
     out << "    {" << lit(overlays[i]) << ", overlay" << i << "_program_tables()},\n";

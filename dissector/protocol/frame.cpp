@@ -70,10 +70,8 @@ bool same_decoding(const Frame& a, const Frame& b, std::string* why) {
       return differ("node " + std::to_string(i));
     if (x.v.u != y.v.u) {
       // Data in a decompressed buffer is each frame's own copy: same bytes, elsewhere.
-      const bool data = x.type == WireType::String || x.type == WireType::Bytes || x.type == WireType::Records ||
-                        x.type == WireType::Uuid || x.type == WireType::VarBytes || x.type == WireType::VarString;
       const size_t len = x.type == WireType::Uuid ? 16 : x.aux;
-      if (!data || !(x.flags & kInner) || !x.v.p || !y.v.p || std::memcmp(x.v.p, y.v.p, len) != 0)
+      if (!x.has_data() || !(x.flags & kInner) || !x.v.p || !y.v.p || std::memcmp(x.v.p, y.v.p, len) != 0)
         return differ("node " + std::to_string(i) + " value");
     }
   }

@@ -58,6 +58,11 @@ struct Node {
   uint32_t tag = 0;      // tagged fields: the tag (unknown ones have no descriptor to hold it)
 
   bool is_null() const { return flags & kNull; }
+  // Whether v.p points at the value's bytes (strings, bytes, records, uuids).
+  bool has_data() const {
+    return type == WireType::String || type == WireType::Bytes || type == WireType::Records || type == WireType::Uuid ||
+           type == WireType::VarBytes || type == WireType::VarString;
+  }
   std::string_view str() const { return {reinterpret_cast<const char*>(v.p), aux}; }
   std::span<const uint8_t> bytes() const { return {v.p, aux}; }
 };

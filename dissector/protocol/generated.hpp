@@ -9,7 +9,6 @@
 
 namespace kwire::generated {
 ProgramTables release_tables();
-size_t release_field_count();
 // Decoders of release_tables()'s structs, by index (decoders.gen.cpp).
 std::span<const CompiledStruct> compiled_structs();
 // The overlays shipped in specs/overlays/, by directory name.

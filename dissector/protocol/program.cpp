@@ -138,8 +138,7 @@ ProgramSet ProgramSet::build_release() {
   // the builtins, then the release's tables.
   ps.add(generated::release_tables());
   const auto compiled = generated::compiled_structs();
-  if (compiled.size() == ps.structs_.size() && ps.fields_.size() == kBuiltinDescCount + generated::release_field_count())
-    ps.compiled_ = compiled;
+  if (compiled.size() == ps.structs_.size()) ps.compiled_ = compiled;
   return ps;
 }
 
