@@ -77,8 +77,7 @@ void TcpReassembler::add(const TcpSegment& s, const PacketMeta& meta) {
   const bool fin = s.flags & kTcpFin;
 
   const Key key = make_key(s.src, s.dst);
-  auto it = table_.find(key);
-  Conn* c = it == table_.end() ? nullptr : &it->second;
+  Conn* c = lookup(key);
 
   if (c && !c->closed && syn && !rst) {
     // A SYN on an open connection is either a retransmission of the one that
@@ -115,7 +114,11 @@ void TcpReassembler::add(const TcpSegment& s, const PacketMeta& meta) {
   if (!c || c->closed) {
     // Only a SYN or payload tells which side is the client.
     if (rst || (!syn && s.payload_length == 0)) return;
-    if (!c) c = &table_[key];
+    if (!c) {
+      c = &table_[key];
+      last_key_ = key;
+      last_ = c;
+    }
     open(*c, s, meta);
   }
 
@@ -328,12 +331,27 @@ void TcpReassembler::close(const Key& key, Conn& c) {
   closed_.push_back(Closed{key, c.info.id, c.last.ts_sec});
 }
 
+// Packets come in runs on one connection (a request and its response, a
+// message over several segments): the last connection found is checked
+// before the table.
+TcpReassembler::Conn* TcpReassembler::lookup(const Key& key) {
+  if (last_ && last_key_ == key) return last_;
+  auto it = table_.find(key);
+  if (it == table_.end()) return nullptr;
+  last_key_ = key;
+  last_ = &it->second;
+  return last_;
+}
+
 void TcpReassembler::expire_closed(const PacketMeta& meta) {
   while (!closed_.empty()) {
     const Closed& f = closed_.front();
     if (closed_.size() <= kMaxClosed && meta.ts_sec - f.ts_sec < kClosedLingerSec) break;
     auto it = table_.find(f.key);
-    if (it != table_.end() && it->second.closed && it->second.info.id == f.id) table_.erase(it);
+    if (it != table_.end() && it->second.closed && it->second.info.id == f.id) {
+      if (last_ == &it->second) last_ = nullptr;
+      table_.erase(it);
+    }
     closed_.pop_front();
   }
 }
@@ -346,6 +364,7 @@ void TcpReassembler::close_all() {
   std::sort(open.begin(), open.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   for (const auto& [id, key] : open) close(key, table_.find(key)->second);
   table_.clear();
+  last_ = nullptr;
   closed_.clear();
 }
 

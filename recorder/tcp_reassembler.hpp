@@ -95,6 +95,7 @@ class TcpReassembler {
   void acknowledged(Conn& c, StreamSide side, uint32_t ack, const PacketMeta& meta);
   void flush(Conn& c, StreamSide side, const PacketMeta& meta);
   void hold(Direction& d, uint64_t off, std::span<const uint8_t> data, uint64_t end);
+  Conn* lookup(const Key& key);
   void expire_closed(const PacketMeta& meta);
   std::vector<uint8_t> take_buffer();
   void recycle(std::vector<uint8_t>&& buf);
@@ -103,6 +104,8 @@ class TcpReassembler {
   size_t max_held_;
   uint32_t next_id_ = 1;
   std::unordered_map<Key, Conn, KeyHash> table_;
+  Key last_key_{};                         // lookup()'s last hit, or last_ null
+  Conn* last_ = nullptr;
   std::deque<Closed> closed_;              // closed entries, oldest first
   std::vector<std::vector<uint8_t>> pool_; // spare out-of-order buffers
 };

@@ -106,12 +106,13 @@ KafkaSessions::KafkaSessions(const ProgramSet& ps, SessionOptions opts, FrameHan
 KafkaSessions::~KafkaSessions() = default;
 
 KafkaSessions::Conn* KafkaSessions::conn(const TcpConnection& c) {
+  if (last_ && last_->tcp.id == c.id) return last_;  // segments come in runs per connection
   auto it = conns_.find(c.id);
   if (it == conns_.end()) {
     on_open(c);
     it = conns_.find(c.id);
   }
-  return it->second.get();
+  return last_ = it->second.get();
 }
 
 bool KafkaSessions::is_known_broker(const Endpoint& e) const {
@@ -655,6 +656,7 @@ void KafkaSessions::on_close(const TcpConnection& t) {
     stats_.unanswered += c.pending.size();
   }
   out_.on_connection_end(c.tcp);
+  if (last_ == &c) last_ = nullptr;
   conns_.erase(it);
 }
 

@@ -156,6 +156,7 @@ class KafkaSessions : public StreamSink {
   uint64_t frames_ = 0;
   SessionStats stats_;
   std::unordered_map<uint32_t, std::unique_ptr<Conn>> conns_;
+  Conn* last_ = nullptr;  // conn()'s last answer
   std::vector<Endpoint> known_brokers_;  // endpoints seen answering Kafka requests
   GroupProtocols groups_;   // which groups are consumer groups (old SyncGroups do not say)
   ResponseHint decode_request(std::span<const uint8_t> msg, bool cut);
