@@ -51,16 +51,15 @@ void emit_tables(std::ostream& out, const std::string& id, const ProgramTables& 
     out << "  {" << lit(d.name) << ", " << d.version << ", " << (d.flexible ? "true" : "false") << ", " << d.root << "},\n";
   if (t.data.empty()) out << "  {\"\"sv, 0, false, 0},\n";  // no empty arrays in C++
   out << "};\n";
-  out << "static ProgramTables " << id << "_program_tables() {\n  ProgramTables t;\n"
-      << "  t.fields.assign(std::begin(" << id << "_fields), std::end(" << id << "_fields));\n"
-      << "  t.structs.assign(std::begin(" << id << "_structs), std::end(" << id << "_structs));\n";
-  if (!t.messages.empty())
-    out << "  t.messages.assign(std::begin(" << id << "_messages), std::end(" << id << "_messages));\n";
-  if (!t.data.empty())
-    out << "  t.data.assign(std::begin(" << id << "_data), std::end(" << id << "_data));\n";
-  for (int v = 0; v < 3; ++v) out << "  t.request_header[" << v << "] = " << t.request_header[v] << ";\n";
-  for (int v = 0; v < 2; ++v) out << "  t.response_header[" << v << "] = " << t.response_header[v] << ";\n";
-  out << "  t.origin = " << lit(t.origin) << ";\n  return t;\n}\n\n";
+  // Read in place by ProgramSet::add(): nothing is copied before it.
+  out << "static ProgramTablesView " << id << "_view() {\n  ProgramTablesView t;\n"
+      << "  t.fields = " << id << "_fields;\n"
+      << "  t.structs = " << id << "_structs;\n";
+  if (!t.messages.empty()) out << "  t.messages = " << id << "_messages;\n";
+  if (!t.data.empty()) out << "  t.data = " << id << "_data;\n";
+  out << "  t.request_header = {" << t.request_header[0] << ", " << t.request_header[1] << ", " << t.request_header[2] << "};\n"
+      << "  t.response_header = {" << t.response_header[0] << ", " << t.response_header[1] << "};\n"
+      << "  t.origin = " << lit(t.origin) << ";\n  return t;\n}\n\n";
 }
 
 // A WireType as C++, spelled as emit_tables spells it.
@@ -199,10 +198,10 @@ int main(int argc, char** argv) {
     overlays.push_back(name);
   }
 
-  out << "ProgramTables release_tables() { return release_program_tables(); }\n";
-  out << "std::vector<std::pair<std::string_view, ProgramTables>> overlay_tables() {\n  return {\n";
+  out << "ProgramTablesView release_tables() { return release_view(); }\n";
+  out << "std::vector<std::pair<std::string_view, ProgramTablesView>> overlay_tables() {\n  return {\n";
   for (size_t i = 0; i < overlays.size(); ++i)
-    out << "    {" << lit(overlays[i]) << ", overlay" << i << "_program_tables()},\n";
+    out << "    {" << lit(overlays[i]) << ", overlay" << i << "_view()},\n";
   out << "  };\n}\n}  // namespace kwire::generated\n";
 
   if (!write_if_changed(argv[1], out.str())) return 1;

@@ -8,9 +8,10 @@
 #include "dissector/protocol/program.hpp"
 
 namespace kwire::generated {
-ProgramTables release_tables();
+// The release's tables, read in place (programs.gen.cpp).
+ProgramTablesView release_tables();
 // Decoders of release_tables()'s structs, by index (decoders.gen.cpp).
 std::span<const CompiledStruct> compiled_structs();
 // The overlays shipped in specs/overlays/, by directory name.
-std::vector<std::pair<std::string_view, ProgramTables>> overlay_tables();
+std::vector<std::pair<std::string_view, ProgramTablesView>> overlay_tables();
 }  // namespace kwire::generated

@@ -148,7 +148,7 @@ const ProgramSet& ProgramSet::release() {
 }
 
 
-void ProgramSet::add(const ProgramTables& t, std::shared_ptr<const void> owner) {
+void ProgramSet::add(const ProgramTablesView& t, std::shared_ptr<const void> owner) {
   if (owner) owners_.push_back(std::move(owner));
   const uint32_t fbase = static_cast<uint32_t>(fields_.size());
   const uint32_t sbase = static_cast<uint32_t>(structs_.size());
@@ -178,17 +178,20 @@ void ProgramSet::add(const ProgramTables& t, std::shared_ptr<const void> owner) 
   }
   // An added spec replaces every version of the same (api, direction) and
   // every message of the same name.
-  std::set<std::pair<int16_t, Direction>> replaced;
-  std::set<std::string_view> names;
-  for (const auto& m : t.messages) {
-    replaced.insert({m.api_key, m.direction});
-    names.insert(m.spec_name);
+  if (!index_.empty()) {
+    std::set<std::pair<int16_t, Direction>> replaced;
+    std::set<std::string_view> names;
+    for (const auto& m : t.messages) {
+      replaced.insert({m.api_key, m.direction});
+      names.insert(m.spec_name);
+    }
+    for (auto it = index_.begin(); it != index_.end();) {
+      const auto& old = messages_[it->second];
+      if (replaced.count({old.api_key, old.direction}) || names.count(old.spec_name)) it = index_.erase(it);
+      else ++it;
+    }
   }
-  for (auto it = index_.begin(); it != index_.end();) {
-    const auto& old = messages_[it->second];
-    if (replaced.count({old.api_key, old.direction}) || names.count(old.spec_name)) it = index_.erase(it);
-    else ++it;
-  }
+  index_.reserve(index_.size() + t.messages.size());
   for (DataProgram d : t.data) {
     d.root += fbase;
     // A data spec of the same name and version replaces the earlier one.

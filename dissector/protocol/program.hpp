@@ -5,6 +5,7 @@
 // hand-written per API.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -108,16 +109,33 @@ struct DataProgram {
   uint32_t root = 0;            // FieldDesc of the struct (type Struct, sub = its StructProgram)
 };
 
-// Flat tables, as emitted by the code generator (see codegen/) or built at
-// run time from overlay specs. Indices are into the owning ProgramSet.
+// Flat tables read in place: the code generator's static arrays (see
+// codegen/), or a ProgramTables. Indices are relative to the first field and
+// struct; ProgramSet::add() rebases them.
+struct ProgramTablesView {
+  std::span<const FieldDesc> fields;
+  std::span<const StructProgram> structs;
+  std::span<const MessageProgram> messages;
+  std::span<const DataProgram> data;
+  std::array<uint32_t, 3> request_header{};   // root FieldDesc per header version
+  std::array<uint32_t, 2> response_header{};
+  std::string_view origin;
+};
+
+// The same tables owned, as the spec compiler builds them at run time from
+// overlay specs (and kwire-codegen before it writes them out).
 struct ProgramTables {
   std::vector<FieldDesc> fields;
   std::vector<StructProgram> structs;
   std::vector<MessageProgram> messages;
   std::vector<DataProgram> data;
-  uint32_t request_header[3] = {0, 0, 0};   // root FieldDesc per header version
-  uint32_t response_header[2] = {0, 0};
+  std::array<uint32_t, 3> request_header{};
+  std::array<uint32_t, 2> response_header{};
   std::string_view origin;
+
+  ProgramTablesView view() const {
+    return {fields, structs, messages, data, request_header, response_header, origin};
+  }
 };
 
 // Descriptors the records decoder and the frame builder use; they live at
@@ -191,7 +209,8 @@ class ProgramSet {
   // A message replaces any earlier one with the same (api key, version,
   // direction).
   // `owner` keeps the strings of run-time compiled tables alive.
-  void add(const ProgramTables& t, std::shared_ptr<const void> owner = nullptr);
+  void add(const ProgramTablesView& t, std::shared_ptr<const void> owner = nullptr);
+  void add(const ProgramTables& t, std::shared_ptr<const void> owner = nullptr) { add(t.view(), std::move(owner)); }
 
   const MessageProgram* find(int16_t api_key, int16_t version, Direction d) const;
   const MessageProgram* find_api(std::string_view name_or_key) const;  // any version
