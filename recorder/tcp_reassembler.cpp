@@ -23,11 +23,29 @@ constexpr StreamSide other(StreamSide s) {
   return s == StreamSide::FromClient ? StreamSide::FromServer : StreamSide::FromClient;
 }
 
+// An endpoint's address as two words, compared inline (memcmp on the
+// 16-byte arrays was a library call per packet).
+struct AddrWords {
+  uint64_t hi, lo;
+};
+inline AddrWords words(const Endpoint& e) {
+  uint64_t w[2];
+  std::memcpy(w, e.addr.data(), 16);
+  return {w[0], w[1]};
+}
+
+// Any strict order serves: it only picks which endpoint a Key holds first.
 bool endpoint_less(const Endpoint& a, const Endpoint& b) {
-  int c = std::memcmp(a.addr.data(), b.addr.data(), a.addr.size());
-  if (c != 0) return c < 0;
+  const AddrWords x = words(a), y = words(b);
+  if (x.hi != y.hi) return x.hi < y.hi;
+  if (x.lo != y.lo) return x.lo < y.lo;
   if (a.port != b.port) return a.port < b.port;
   return a.v6 < b.v6;
+}
+
+bool same_endpoint(const Endpoint& a, const Endpoint& b) {
+  const AddrWords x = words(a), y = words(b);
+  return ((x.hi ^ y.hi) | (x.lo ^ y.lo)) == 0 && a.port == b.port && a.v6 == b.v6;
 }
 
 inline uint64_t mix(uint64_t h, uint64_t w) {
@@ -44,6 +62,8 @@ inline int64_t offset_of(uint64_t next_off, uint32_t next_seq, uint32_t seq) {
 }
 
 }  // namespace
+
+bool TcpReassembler::Key::operator==(const Key& o) const { return same_endpoint(lo, o.lo) && same_endpoint(hi, o.hi); }
 
 size_t TcpReassembler::KeyHash::operator()(const Key& k) const {
   uint64_t w[4];
