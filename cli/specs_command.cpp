@@ -95,8 +95,14 @@ int specs_command(std::vector<std::string> args) {
                           std::string(p.path);
       std::string what(p.payload);
       if (auto it = data.find(p.payload); it != data.end()) {
-        what += " v" + std::to_string(it->second.first);
-        if (it->second.second != it->second.first) what += "-" + std::to_string(it->second.second);
+        // Appended piece by piece: "-" + std::to_string(...) here made GCC 12
+        // at -O3 warn falsely of an overlapping copy (-Wrestrict).
+        what += " v";
+        what += std::to_string(it->second.first);
+        if (it->second.second != it->second.first) {
+          what += '-';
+          what += std::to_string(it->second.second);
+        }
       } else {
         what = "a whole " + what + " (header, body)";
       }
