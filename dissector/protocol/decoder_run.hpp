@@ -72,9 +72,60 @@ class Run {
                            std::to_string(left()) + " left");
   }
 
+  // The node of a fixed-size T whose bytes at `p` are known to be present,
+  // written whole into `n`, the tape's node `idx`. For runs of them, which
+  // take their nodes from the tape in one step: the tape's size and room
+  // are then kept in registers, not reloaded after every node written.
   template <WireType T>
-  void fixed_run(int64_t count, uint32_t di, uint32_t parent) {
-    for (int64_t i = 0; i < count; ++i) fixed(T, di, parent, kElement);
+  KWIRE_GEN_INLINE static void fixed_node(Node& n, uint32_t idx, uint32_t di, uint32_t parent, uint32_t offset,
+                                          const uint8_t* p, uint8_t flags) {
+    uint64_t v = 0;
+    uint32_t aux = 0;
+    if constexpr (T == WireType::Int8) {
+      v = static_cast<uint64_t>(static_cast<int64_t>(static_cast<int8_t>(*p)));
+      aux = *p;
+    } else if constexpr (T == WireType::Bool) {
+      v = *p != 0;
+      aux = *p;  // the raw byte, for exact re-encoding
+    } else if constexpr (T == WireType::Int16) {
+      v = static_cast<uint64_t>(static_cast<int64_t>(static_cast<int16_t>(load_be16(p))));
+    } else if constexpr (T == WireType::Uint16) {
+      v = load_be16(p);
+    } else if constexpr (T == WireType::Int32) {
+      v = static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(load_be32(p))));
+    } else if constexpr (T == WireType::Uint32) {
+      v = load_be32(p);
+    } else if constexpr (T == WireType::Int64 || T == WireType::Float64) {
+      v = load_be64(p);
+    } else {
+      static_assert(T == WireType::Uuid);
+      aux = 16;
+    }
+    n.desc = di;
+    n.offset = offset;
+    n.length = fixed_size(T);
+    n.end = idx + 1;
+    n.parent = parent;
+    n.aux = aux;
+    n.v.u = v;
+    if constexpr (T == WireType::Uuid) n.v.p = p;
+    n.flags = flags;
+    n.type = T;
+    n.tag = 0;
+  }
+
+  // `count` elements of type T, all of whose bytes are known to be present.
+  template <WireType T>
+  KWIRE_GEN_INLINE void fixed_run(int64_t count, uint32_t di, uint32_t parent) {
+    constexpr uint32_t size = fixed_size(T);
+    if (count <= 0) return;
+    const uint32_t idx = static_cast<uint32_t>(f_.nodes.size());
+    Node* const n = f_.nodes.append_n(static_cast<size_t>(count));
+    const uint8_t* p = p_;
+    uint32_t at = pos();
+    for (uint32_t i = 0; i < static_cast<uint32_t>(count); ++i, p += size, at += size)
+      fixed_node<T>(n[i], idx + i, di, parent, at, p, kElement);
+    p_ = p;
   }
 
   // A fixed-size primitive at p_ whose bytes are known to be present.
@@ -116,8 +167,12 @@ class Run {
     constexpr uint32_t total = (fixed_size(Ts) + ...);
     uint32_t k = 0;
     if (left() < total) [[unlikely]] return (fix<Ts>(di + k++, parent) && ...);
-    f_.nodes.reserve(f_.nodes.size() + sizeof...(Ts));
-    (fixed(Ts, di + k++, parent, 0), ...);
+    const uint32_t idx = static_cast<uint32_t>(f_.nodes.size());
+    Node* const n = f_.nodes.append_n(sizeof...(Ts));
+    const uint8_t* p = p_;
+    uint32_t at = pos();
+    ((fixed_node<Ts>(n[k], idx + k, di + k, parent, at, p, 0), at += fixed_size(Ts), p += fixed_size(Ts), ++k), ...);
+    p_ = p;
     return true;
   }
   // A string, bytes or records field.
