@@ -210,14 +210,16 @@ class Run {
   }
   // Any other field, by the interpreter's dispatch.
   bool field(uint32_t di, uint32_t parent) { return field(ps_.field(di), di, parent); }
-  // array_open() for an array whose length encoding and smallest element
-  // (MinElem > 0 bytes) are known: a present length that passes its checks
-  // is read here, anything else (null, a long varint, too long) there.
+  // The length of an array whose length encoding and smallest element
+  // (MinElem > 0 bytes) are known: 2 when a present length passes its checks
+  // (`count` elements after a `prefix`-byte length, nothing read yet).
+  // Anything else (null, a long varint, too long) goes to array_open(), and
+  // its result is returned: 1 the array is open, its elements to read; 0
+  // done (null); -1 failed.
   template <bool Compact, uint32_t MinElem>
-  KWIRE_GEN_INLINE int array_head(uint32_t di, uint32_t parent, uint32_t& n, int64_t& count) {
+  KWIRE_GEN_INLINE int array_length(uint32_t di, uint32_t parent, uint32_t& n, int64_t& count, uint32_t& prefix) {
     static_assert(MinElem > 0);
     const size_t have = left();
-    uint32_t prefix;
     if constexpr (Compact) {
       if (have == 0 || *p_ == 0 || *p_ >= 0x80) [[unlikely]] return array_open(ps_.field(di), di, parent, 0, n, count);
       count = *p_ - 1;
@@ -231,21 +233,52 @@ class Run {
     if (static_cast<uint64_t>(count) * MinElem > have - prefix ||
         f_.nodes.size() + static_cast<uint64_t>(count) > kMaxNodes) [[unlikely]]
       return array_open(ps_.field(di), di, parent, 0, n, count);
+    return 2;
+  }
+  // array_open() by array_length(): the array node open, or the general result.
+  template <bool Compact, uint32_t MinElem>
+  KWIRE_GEN_INLINE int array_head(uint32_t di, uint32_t parent, uint32_t& n, int64_t& count) {
+    uint32_t prefix;
+    if (const int r = array_length<Compact, MinElem>(di, parent, n, count, prefix); r != 2) return r;
     const uint32_t start = pos();
     p_ += prefix;
     n = f_.open(di, WireType::Array, parent, start, 0);
     f_.nodes[n].aux = static_cast<uint32_t>(count);
     return 1;
   }
-  // An array of fixed-size T elements.
+  // An array of fixed-size T elements. Its size is known once its length
+  // is: the array's node and its elements' are written as one block, the
+  // array's complete (no close() after).
   template <WireType T, bool Compact>
   KWIRE_GEN_INLINE bool fixed_array(uint32_t di, uint32_t parent) {
-    uint32_t n;
+    constexpr uint32_t size = fixed_size(T);
+    uint32_t n, prefix;
     int64_t count;
-    if (const int r = array_head<Compact, fixed_size(T)>(di, parent, n, count); r <= 0) return r == 0;
-    f_.nodes.reserve(f_.nodes.size() + static_cast<size_t>(count));
-    fixed_run<T>(count, di, n);
-    f_.close(n, pos());
+    if (const int r = array_length<Compact, size>(di, parent, n, count, prefix); r != 2) {
+      if (r <= 0) return r == 0;
+      fixed_run<T>(count, di, n);  // opened by array_open(), its elements in bounds
+      f_.close(n, pos());
+      return true;
+    }
+    const uint32_t c = static_cast<uint32_t>(count);
+    const uint32_t idx = static_cast<uint32_t>(f_.nodes.size());
+    Node* const a = f_.nodes.append_n(1 + static_cast<size_t>(c));
+    uint32_t at = pos();
+    a->desc = di;
+    a->offset = at;
+    a->length = prefix + c * size;
+    a->end = idx + 1 + c;
+    a->parent = parent;
+    a->aux = c;
+    a->v.u = 0;
+    a->flags = 0;
+    a->type = WireType::Array;
+    a->tag = 0;
+    const uint8_t* p = p_ + prefix;
+    at += prefix;
+    for (uint32_t i = 0; i < c; ++i, p += size, at += size)
+      fixed_node<T>(a[1 + i], idx + 1 + i, di, idx, at, p, kElement);
+    p_ = p;
     return true;
   }
   // An array of S structs, each at least MinElem bytes.
