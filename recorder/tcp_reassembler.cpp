@@ -23,8 +23,8 @@ constexpr StreamSide other(StreamSide s) {
   return s == StreamSide::FromClient ? StreamSide::FromServer : StreamSide::FromClient;
 }
 
-// An endpoint's address as two words, compared inline (memcmp on the
-// 16-byte arrays was a library call per packet).
+// An endpoint's address as two words, ordered inline (memcmp on the 16-byte
+// arrays was a library call per packet).
 struct AddrWords {
   uint64_t hi, lo;
 };
@@ -43,10 +43,6 @@ bool endpoint_less(const Endpoint& a, const Endpoint& b) {
   return a.v6 < b.v6;
 }
 
-bool same_endpoint(const Endpoint& a, const Endpoint& b) {
-  const AddrWords x = words(a), y = words(b);
-  return ((x.hi ^ y.hi) | (x.lo ^ y.lo)) == 0 && a.port == b.port && a.v6 == b.v6;
-}
 
 inline uint64_t mix(uint64_t h, uint64_t w) {
   h ^= w;
@@ -62,8 +58,6 @@ inline int64_t offset_of(uint64_t next_off, uint32_t next_seq, uint32_t seq) {
 }
 
 }  // namespace
-
-bool TcpReassembler::Key::operator==(const Key& o) const { return same_endpoint(lo, o.lo) && same_endpoint(hi, o.hi); }
 
 size_t TcpReassembler::KeyHash::operator()(const Key& k) const {
   uint64_t w[4];

@@ -42,7 +42,7 @@ class TcpReassembler {
   struct Key {
     Endpoint lo;
     Endpoint hi;
-    bool operator==(const Key& o) const;  // inline word compares, no memcmp call
+    bool operator==(const Key&) const = default;
   };
   struct KeyHash {
     size_t operator()(const Key& k) const;
