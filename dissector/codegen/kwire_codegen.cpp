@@ -95,17 +95,20 @@ void emit_decoders(std::ostream& out, const ProgramTables& t) {
       }
       const std::string type = wire_type(f.type);
       const std::string compact = f.compact() ? "true" : "false";
+      const std::string nullable = f.nullable() ? "true" : "false";
       if (fixed_size(f.type))
         steps.push_back("r.fix<" + type + ">(" + di + ", n)");
       else if (f.type == WireType::String || f.type == WireType::Bytes)
-        steps.push_back("r.text<" + type + ", " + compact + ">(" + di + ", n)");
+        steps.push_back("r.text<" + type + ", " + compact + ", " + nullable + ">(" + di + ", n)");
       else if (f.type == WireType::Records)
         steps.push_back("r.blob<" + type + ">(" + di + ", n)");
       else if (f.type == WireType::Array && fixed_size(f.elem))
-        steps.push_back("r.fixed_array<" + wire_type(f.elem) + ", " + compact + ">(" + di + ", n)");
+        steps.push_back("r.fixed_array<" + wire_type(f.elem) + ", " + compact + ", " + nullable + ">(" + di + ", n)");
       else if (f.type == WireType::Array && f.elem == WireType::Struct && f.sub >= 0)
         steps.push_back("r.struct_array<s" + std::to_string(f.sub) + ", " + compact + ", " +
-                        std::to_string(t.structs[static_cast<size_t>(f.sub)].min_size) + ">(" + di + ", n)");
+                        std::to_string(t.structs[static_cast<size_t>(f.sub)].min_size) + ", " + nullable + ">(" + di + ", n)");
+      else if (f.type == WireType::Struct && f.sub >= 0)
+        steps.push_back("r.struct_field<s" + std::to_string(f.sub) + ", " + nullable + ">(" + di + ", n)");
       else
         steps.push_back("r.field(" + di + ", n)");
     }

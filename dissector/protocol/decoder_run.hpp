@@ -179,32 +179,36 @@ class Run {
   template <WireType T>
   KWIRE_GEN_INLINE bool blob(uint32_t di, uint32_t parent) { return blob(ps_.field(di), di, parent, 0, T); }
   // A string or bytes field: a present value that fits is read here, where
-  // no payload may be nested in it; the rest by blob().
-  template <WireType T, bool Compact>
+  // no payload may be nested in it, and so is null in a Nullable one; the
+  // rest by blob().
+  template <WireType T, bool Compact, bool Nullable>
   KWIRE_GEN_INLINE bool text(uint32_t di, uint32_t parent) {
     static_assert(T == WireType::String || T == WireType::Bytes);
     const size_t have = left();
-    if (nest_api_ < 0) [[likely]] {
-      uint32_t prefix;
-      int64_t len;
-      if constexpr (Compact) {
-        prefix = 1;
-        len = have ? static_cast<int64_t>(*p_) - 1 : -1;
-        if (len >= 0x7f) len = -1;  // a longer varint
-      } else if constexpr (T == WireType::String) {
-        prefix = 2;
-        len = have >= 2 ? static_cast<int16_t>(load_be16(p_)) : -1;
-      } else {
-        prefix = 4;
-        len = have >= 4 ? static_cast<int32_t>(load_be32(p_)) : -1;
-      }
-      if (len >= 0 && static_cast<uint64_t>(len) <= have - prefix) [[likely]] {
-        Node& n = f_.put_leaf(di, T, parent, pos(), prefix + static_cast<uint32_t>(len), 0, 0,
-                              static_cast<uint32_t>(len));
-        n.v.p = p_ + prefix;
-        p_ += prefix + len;
-        return true;
-      }
+    uint32_t prefix;
+    int64_t len;
+    if constexpr (Compact) {
+      prefix = 1;
+      len = have ? static_cast<int64_t>(*p_) - 1 : -2;
+      if (len >= 0x7f) len = -2;  // a longer varint
+    } else if constexpr (T == WireType::String) {
+      prefix = 2;
+      len = have >= 2 ? static_cast<int16_t>(load_be16(p_)) : -2;
+    } else {
+      prefix = 4;
+      len = have >= 4 ? static_cast<int32_t>(load_be32(p_)) : -2;
+    }
+    if (len >= 0 && static_cast<uint64_t>(len) <= have - prefix && nest_api_ < 0) [[likely]] {
+      Node& n = f_.put_leaf(di, T, parent, pos(), prefix + static_cast<uint32_t>(len), 0, 0,
+                            static_cast<uint32_t>(len));
+      n.v.p = p_ + prefix;
+      p_ += prefix + len;
+      return true;
+    }
+    if (Nullable && len == -1) {  // as blob() reads a null
+      f_.put_leaf(di, T, parent, pos(), prefix, kNull, 0);
+      p_ += prefix;
+      return true;
     }
     return blob(ps_.field(di), di, parent, 0, T);
   }
@@ -216,30 +220,44 @@ class Run {
   // Anything else (null, a long varint, too long) goes to array_open(), and
   // its result is returned: 1 the array is open, its elements to read; 0
   // done (null); -1 failed.
-  template <bool Compact, uint32_t MinElem>
+  template <bool Compact, uint32_t MinElem, bool Nullable>
   KWIRE_GEN_INLINE int array_length(uint32_t di, uint32_t parent, uint32_t& n, int64_t& count, uint32_t& prefix) {
     static_assert(MinElem > 0);
     const size_t have = left();
     if constexpr (Compact) {
-      if (have == 0 || *p_ == 0 || *p_ >= 0x80) [[unlikely]] return array_open(ps_.field(di), di, parent, 0, n, count);
+      if (have == 0 || *p_ == 0 || *p_ >= 0x80) [[unlikely]] {
+        if (Nullable && have && *p_ == 0) return null_array(di, parent, 1, n, count);
+        return array_open(ps_.field(di), di, parent, 0, n, count);
+      }
       count = *p_ - 1;
       prefix = 1;
     } else {
       if (have < 4) [[unlikely]] return array_open(ps_.field(di), di, parent, 0, n, count);
       count = static_cast<int32_t>(load_be32(p_));
       prefix = 4;
-      if (count < 0) [[unlikely]] return array_open(ps_.field(di), di, parent, 0, n, count);
+      if (count < 0) [[unlikely]] {
+        if (Nullable && count == -1) return null_array(di, parent, 4, n, count);
+        return array_open(ps_.field(di), di, parent, 0, n, count);
+      }
     }
     if (static_cast<uint64_t>(count) * MinElem > have - prefix ||
         f_.nodes.size() + static_cast<uint64_t>(count) > kMaxNodes) [[unlikely]]
       return array_open(ps_.field(di), di, parent, 0, n, count);
     return 2;
   }
+  // A null array of a nullable field, as array_open() reads it; returns 0 (done).
+  KWIRE_GEN_INLINE int null_array(uint32_t di, uint32_t parent, uint32_t prefix, uint32_t& n, int64_t& count) {
+    n = static_cast<uint32_t>(f_.nodes.size());
+    f_.put_leaf(di, WireType::Array, parent, pos(), prefix, kNull, 0);
+    p_ += prefix;
+    count = -1;
+    return 0;
+  }
   // array_open() by array_length(): the array node open, or the general result.
-  template <bool Compact, uint32_t MinElem>
+  template <bool Compact, uint32_t MinElem, bool Nullable>
   KWIRE_GEN_INLINE int array_head(uint32_t di, uint32_t parent, uint32_t& n, int64_t& count) {
     uint32_t prefix;
-    if (const int r = array_length<Compact, MinElem>(di, parent, n, count, prefix); r != 2) return r;
+    if (const int r = array_length<Compact, MinElem, Nullable>(di, parent, n, count, prefix); r != 2) return r;
     const uint32_t start = pos();
     p_ += prefix;
     n = f_.open(di, WireType::Array, parent, start, 0);
@@ -249,12 +267,12 @@ class Run {
   // An array of fixed-size T elements. Its size is known once its length
   // is: the array's node and its elements' are written as one block, the
   // array's complete (no close() after).
-  template <WireType T, bool Compact>
+  template <WireType T, bool Compact, bool Nullable>
   KWIRE_GEN_INLINE bool fixed_array(uint32_t di, uint32_t parent) {
     constexpr uint32_t size = fixed_size(T);
     uint32_t n, prefix;
     int64_t count;
-    if (const int r = array_length<Compact, size>(di, parent, n, count, prefix); r != 2) {
+    if (const int r = array_length<Compact, size, Nullable>(di, parent, n, count, prefix); r != 2) {
       if (r <= 0) return r == 0;
       fixed_run<T>(count, di, n);  // opened by array_open(), its elements in bounds
       f_.close(n, pos());
@@ -282,12 +300,12 @@ class Run {
     return true;
   }
   // An array of S structs, each at least MinElem bytes.
-  template <CompiledStruct S, bool Compact, uint32_t MinElem>
+  template <CompiledStruct S, bool Compact, uint32_t MinElem, bool Nullable>
   KWIRE_GEN_INLINE bool struct_array(uint32_t di, uint32_t parent) {
     uint32_t n;
     int64_t count;
     int r;
-    if constexpr (MinElem > 0) r = array_head<Compact, MinElem>(di, parent, n, count);
+    if constexpr (MinElem > 0) r = array_head<Compact, MinElem, Nullable>(di, parent, n, count);
     else r = array_open(ps_.field(di), di, parent, 0, n, count);
     if (r <= 0) return r == 0;
     bool ok = true;
@@ -299,6 +317,28 @@ class Run {
     f_.close(n, pos());
     return ok;
   }
+  // A struct field decoded by S, as field() reads one: a Nullable one has
+  // a marker byte first (negative: null).
+  template <CompiledStruct S, bool Nullable>
+  KWIRE_GEN_INLINE bool struct_field(uint32_t di, uint32_t parent) {
+    const uint32_t start = pos();
+    uint32_t aux = 0;
+    if constexpr (Nullable) {
+      if (left() < 1) [[unlikely]] return short_of(1, ps_.field(di));
+      const int8_t marker = static_cast<int8_t>(*p_++);
+      aux = kMarkerRecorded | static_cast<uint8_t>(marker);
+      if (marker < 0) {  // Kafka reads any negative as null
+        f_.put_leaf(di, WireType::Struct, parent, start, 1, kNull, 0, aux);
+        return true;
+      }
+    }
+    const uint32_t n = f_.open(di, WireType::Struct, parent, start, 0);
+    f_.nodes[n].aux = aux;
+    const bool ok = S(*this, n);
+    f_.close(n, pos());
+    return ok;
+  }
+
   // The tagged-field section of a flexible struct; most often none (one 0 byte).
   KWIRE_GEN_INLINE bool tags(uint32_t sp_idx, uint32_t parent) {
     if (p_ < end_ && *p_ == 0) [[likely]] {
