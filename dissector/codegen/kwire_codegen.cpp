@@ -104,6 +104,8 @@ void emit_decoders(std::ostream& out, const ProgramTables& t) {
         steps.push_back("r.blob<" + type + ">(" + di + ", n)");
       else if (f.type == WireType::Array && fixed_size(f.elem))
         steps.push_back("r.fixed_array<" + wire_type(f.elem) + ", " + compact + ", " + nullable + ">(" + di + ", n)");
+      else if (f.type == WireType::Array && (f.elem == WireType::String || f.elem == WireType::Bytes))
+        steps.push_back("r.text_array<" + wire_type(f.elem) + ", " + compact + ", " + nullable + ">(" + di + ", n)");
       else if (f.type == WireType::Array && f.elem == WireType::Struct && f.sub >= 0)
         steps.push_back("r.struct_array<s" + std::to_string(f.sub) + ", " + compact + ", " +
                         std::to_string(t.structs[static_cast<size_t>(f.sub)].min_size) + ", " + nullable + ">(" + di + ", n)");

@@ -183,6 +183,24 @@ class Run {
   // rest by blob().
   template <WireType T, bool Compact, bool Nullable>
   KWIRE_GEN_INLINE bool text(uint32_t di, uint32_t parent) {
+    return text_value<T, Compact, Nullable>(di, parent, 0);
+  }
+  // An array of strings or bytes: its elements read as text() reads a
+  // field (never null: a null element goes to blob(), which says whether
+  // the array's spec allows it).
+  template <WireType T, bool Compact, bool Nullable>
+  KWIRE_GEN_INLINE bool text_array(uint32_t di, uint32_t parent) {
+    constexpr uint32_t kPrefix = Compact ? 1 : T == WireType::String ? 2 : 4;
+    uint32_t n;
+    int64_t count;
+    if (const int r = array_head<Compact, kPrefix, Nullable>(di, parent, n, count); r <= 0) return r == 0;
+    bool ok = true;
+    for (int64_t i = 0; i < count && ok; ++i) ok = text_value<T, Compact, false>(di, n, kElement);
+    f_.close(n, pos());
+    return ok;
+  }
+  template <WireType T, bool Compact, bool Nullable>
+  KWIRE_GEN_INLINE bool text_value(uint32_t di, uint32_t parent, uint8_t flags) {
     static_assert(T == WireType::String || T == WireType::Bytes);
     const size_t have = left();
     uint32_t prefix;
@@ -199,18 +217,18 @@ class Run {
       len = have >= 4 ? static_cast<int32_t>(load_be32(p_)) : -2;
     }
     if (len >= 0 && static_cast<uint64_t>(len) <= have - prefix && nest_api_ < 0) [[likely]] {
-      Node& n = f_.put_leaf(di, T, parent, pos(), prefix + static_cast<uint32_t>(len), 0, 0,
+      Node& n = f_.put_leaf(di, T, parent, pos(), prefix + static_cast<uint32_t>(len), flags, 0,
                             static_cast<uint32_t>(len));
       n.v.p = p_ + prefix;
       p_ += prefix + len;
       return true;
     }
     if (Nullable && len == -1) {  // as blob() reads a null
-      f_.put_leaf(di, T, parent, pos(), prefix, kNull, 0);
+      f_.put_leaf(di, T, parent, pos(), prefix, flags | kNull, 0);
       p_ += prefix;
       return true;
     }
-    return blob(ps_.field(di), di, parent, 0, T);
+    return blob(ps_.field(di), di, parent, flags, T);
   }
   // Any other field, by the interpreter's dispatch.
   bool field(uint32_t di, uint32_t parent) { return field(ps_.field(di), di, parent); }
