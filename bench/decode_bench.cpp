@@ -88,10 +88,12 @@ void BM_Decode(benchmark::State& state, const Workload* w, bool compiled) {
         static_cast<double>(w->plain_bytes), benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// What writing the tape alone costs: the workload's nodes, decoded once, are
-// written again node by node into a reused Frame (Frame::put_leaf, as the
-// decoder writes them), with no wire bytes read or checked. A floor under
-// the decoder's time per node while a node is 40 bytes.
+// What writing the tape node by node costs: the workload's nodes, decoded
+// once, are written again one at a time into a reused Frame
+// (Frame::put_leaf, as the decoder writes strings and opens structs), with
+// no wire bytes read or checked. The generated decoders write runs of
+// fixed-size fields and whole integer arrays as one block, without the
+// tape's bookkeeping per node, and on Metadata outrun this.
 void BM_TapeWrite(benchmark::State& state, const Workload* w) {
   const ProgramSet& ps = ProgramSet::release();
   FrameDecoder dec(ps);
