@@ -130,23 +130,24 @@ class Run {
 
   // A fixed-size primitive at p_ whose bytes are known to be present.
   KWIRE_GEN_INLINE void fixed(WireType t, uint32_t di, uint32_t parent, uint8_t flags) {
-    uint64_t v = 0;
-    uint32_t aux = 0;
     switch (t) {
-      case WireType::Int8: v = static_cast<uint64_t>(static_cast<int64_t>(static_cast<int8_t>(*p_))); aux = *p_; break;
-      case WireType::Bool: v = *p_ != 0; aux = *p_; break;  // aux keeps the raw byte for exact re-encoding
-      case WireType::Int16: v = static_cast<uint64_t>(static_cast<int64_t>(static_cast<int16_t>(load_be16(p_)))); break;
-      case WireType::Uint16: v = load_be16(p_); break;
-      case WireType::Int32: v = static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(load_be32(p_)))); break;
-      case WireType::Uint32: v = load_be32(p_); break;
-      case WireType::Int64: case WireType::Float64: v = load_be64(p_); break;
-      case WireType::Uuid: aux = 16; break;  // v.p, below: the 16 bytes
+      case WireType::Int8: return fixed_one<WireType::Int8>(di, parent, flags);
+      case WireType::Bool: return fixed_one<WireType::Bool>(di, parent, flags);
+      case WireType::Int16: return fixed_one<WireType::Int16>(di, parent, flags);
+      case WireType::Uint16: return fixed_one<WireType::Uint16>(di, parent, flags);
+      case WireType::Int32: return fixed_one<WireType::Int32>(di, parent, flags);
+      case WireType::Uint32: return fixed_one<WireType::Uint32>(di, parent, flags);
+      case WireType::Int64: return fixed_one<WireType::Int64>(di, parent, flags);
+      case WireType::Float64: return fixed_one<WireType::Float64>(di, parent, flags);
+      case WireType::Uuid: return fixed_one<WireType::Uuid>(di, parent, flags);
       default: return;
     }
-    const uint32_t size = fixed_size(t);
-    Node& n = f_.put_leaf(di, t, parent, pos(), size, flags, v, aux);
-    if (t == WireType::Uuid) n.v.p = p_;
-    p_ += size;
+  }
+  template <WireType T>
+  KWIRE_GEN_INLINE void fixed_one(uint32_t di, uint32_t parent, uint8_t flags) {
+    const uint32_t idx = static_cast<uint32_t>(f_.nodes.size());
+    fixed_node<T>(*f_.nodes.append(), idx, di, parent, pos(), p_, flags);
+    p_ += fixed_size(T);
   }
 
   // What the generated struct decoders call, field by field, in wire order:
@@ -157,7 +158,7 @@ class Run {
   KWIRE_GEN_INLINE bool fix(uint32_t di, uint32_t parent) {
     constexpr uint32_t size = fixed_size(T);
     if (left() < size) [[unlikely]] return short_of(size, ps_.field(di));
-    fixed(T, di, parent, 0);
+    fixed_one<T>(di, parent, 0);
     return true;
   }
   // Consecutive fixed-size fields of types Ts, the first `di`: one bounds
