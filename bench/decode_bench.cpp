@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bench/kafka_messages.hpp"
+#include "bench/traffic.hpp"
 #include "dissector/protocol/decoder.hpp"
 #include "dissector/protocol/encoder.hpp"
 
@@ -27,6 +28,7 @@ struct Workload {
   size_t bytes = 0;
   size_t nodes = 0;  // tape nodes per pass
   size_t plain_bytes = 0;  // compressed workloads: the same messages uncompressed (0: same as bytes)
+  size_t capture_bytes = 0;  // capture_* workloads: the pcap file these messages make
 };
 
 void decode(const FrameDecoder& d, const WireMessage& m, Frame& f) {
@@ -86,6 +88,9 @@ void BM_Decode(benchmark::State& state, const Workload* w, bool compiled) {
   if (w->plain_bytes)
     state.counters["uncompressed_bytes_per_second"] = benchmark::Counter(
         static_cast<double>(w->plain_bytes), benchmark::Counter::kIsIterationInvariantRate);
+  if (w->capture_bytes)
+    state.counters["capture_bytes_per_second"] = benchmark::Counter(
+        static_cast<double>(w->capture_bytes), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // What writing the tape node by node costs: the workload's nodes, decoded
@@ -167,6 +172,19 @@ std::vector<Workload>& workloads() {
     v.push_back({"produce_v13_100rec_none", {produce_request(11, 13, 2, 3, 100, Codec::None, 1)}});
     v.push_back({"produce_v13_100rec_lz4", {produce_request(12, 13, 2, 3, 100, Codec::Lz4, 1)}});
     v.push_back({"produce_v13_100rec_zstd", {produce_request(13, 13, 2, 3, 100, Codec::Zstd, 1)}});
+    // (e) The messages of bench/run-all's 15 MB captures, in capture order
+    // (kwire-gencap's traffic): what decoding alone costs of `kwire decode -r
+    // CAPTURE -c 0`, with no file to read, no TCP to reassemble and no
+    // messages to cut. Its rate in capture bytes bounds the whole process's.
+    for (const bool small : {false, true}) {
+      MessageList t;
+      constexpr uint64_t kCaptureBytes = 15'000'000;
+      if (small) small_traffic(t, kCaptureBytes);
+      else mixed_traffic(t, kCaptureBytes, 1, false);
+      Workload w{small ? "capture_small_15mb" : "capture_mixed_15mb", std::move(t.messages)};
+      w.capture_bytes = t.estimated();
+      v.push_back(std::move(w));
+    }
     for (auto& w : v) check(w);
     // Same seed, same records: the uncompressed request is the decompressed size.
     const size_t plain = v[4].bytes;
@@ -184,7 +202,7 @@ void register_all() {
     benchmark::RegisterBenchmark(("decode/" + w.name).c_str(), BM_Decode, &w, true);
   }
   for (const auto& w : ws)
-    benchmark::RegisterBenchmark(("decode_interpreted/" + w.name).c_str(), BM_Decode, &w, false);
+    if (!w.capture_bytes) benchmark::RegisterBenchmark(("decode_interpreted/" + w.name).c_str(), BM_Decode, &w, false);
   for (const auto& w : ws)
     if (w.name == "metadata_v13_200x10") benchmark::RegisterBenchmark(("tape_write/" + w.name).c_str(), BM_TapeWrite, &w);
   for (const auto& w : ws)
