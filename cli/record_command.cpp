@@ -404,6 +404,7 @@ bool Recorder::open(int& status) {
   rec_ = std::make_unique<Recording>(ps_, o_, gate_.get(), redactor_.get());
   SessionOptions so;
   so.ports = o_.ports;
+  so.wait_for_broker = false;
   sessions_ = std::make_unique<KafkaSessions>(ps_, so, *rec_);
   pipeline_ = std::make_unique<PacketPipeline>(src_->link_type(), CaptureOptions{}, *sessions_, cstats_);
   status_ = !o_.quiet && isatty(2) && src_->live();

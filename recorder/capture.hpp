@@ -63,6 +63,8 @@ class StreamSink {
                       uint64_t length, const PacketMeta& meta) = 0;
   // FIN/RST seen in both directions, or end of capture.
   virtual void on_close(const TcpConnection& c) = 0;
+  // End of capture, after the last on_close.
+  virtual void on_end() {}
   // A packet or file problem; `where` names the place ("packet 17", "file offset 123").
   virtual void on_error(const PacketMeta& meta, const std::string& where, const std::string& reason) = 0;
 };

@@ -380,6 +380,7 @@ void TcpReassembler::close_all() {
   table_.clear();
   last_ = nullptr;
   closed_.clear();
+  sink_.on_end();
 }
 
 std::vector<uint8_t> TcpReassembler::take_buffer() {

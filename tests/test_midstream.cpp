@@ -75,10 +75,12 @@ class Collect : public FrameHandler {
   void on_capture_error(const PacketMeta&, const std::string& where, const std::string& reason) override {
     errors.push_back(where + ": " + reason);
   }
-  void on_verdict(const TcpConnection& c, bool kafka, const Endpoint&) override {
+  void on_verdict(const TcpConnection& c, bool kafka, const Endpoint& client) override {
     if (!kafka) not_kafka.insert({c.client.str() + ">" + c.server.str(), c.server.str() + ">" + c.client.str()});
+    else brokers.insert(client == c.client ? c.server.str() : c.client.str());
   }
   std::set<std::string> not_kafka;  // "src>dst" of both directions
+  std::set<std::string> brokers;    // the broker side of every Kafka connection
   struct Skip { std::string src, dst; uint64_t offset, length; std::string reason; };
   std::vector<Seen> frames;
   std::vector<Skip> skipped;
@@ -225,7 +227,15 @@ void check_cut(const Original& o, const CutResult& r, const std::string& what) {
     if (r.seen.not_kafka.count(k)) continue;  // counted as a connection, checked below
     EXPECT_EQ(accounted[k], r.end.at(k) - first) << what << ": bytes of " << k << " not accounted for";
   }
-  // A connection may be judged not Kafka only when the cut left it no whole request.
+  // A connection may be judged not Kafka only when the cut left it no whole
+  // request, and no Kafka connection in the cut showed either endpoint to be
+  // a broker (one that ends before that evidence comes waits for it).
+  for (const auto& k : r.seen.not_kafka) {
+    if (!r.first.count(k)) continue;  // no payload in this direction
+    const std::string src = k.substr(0, k.find('>')), dst = k.substr(k.find('>') + 1);
+    EXPECT_FALSE(r.seen.brokers.count(src) || r.seen.brokers.count(dst))
+        << what << ": connection " << k << " judged not Kafka, though the capture shows a broker at one end";
+  }
   for (const Seen& m : o.messages) {
     if (m.request && whole(m)) {
       EXPECT_FALSE(r.seen.not_kafka.count(key(m))) << what << ": connection " << key(m) << " lost: " << m.summary;

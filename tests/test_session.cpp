@@ -20,12 +20,13 @@ struct Seen {
   bool unmatched;
   bool not_kafka;
   std::string src;
+  uint64_t packet;  // the packet that completed the message
 };
 
 class Collect : public FrameHandler {
  public:
   void on_frame(const FrameContext& ctx, const Frame& f) override {
-    frames.push_back({summarize(ProgramSet::release(), f, &ctx), ctx.unmatched, ctx.not_kafka, ctx.src.str()});
+    frames.push_back({summarize(ProgramSet::release(), f, &ctx), ctx.unmatched, ctx.not_kafka, ctx.src.str(), ctx.packet.number});
   }
   void on_capture_error(const PacketMeta&, const std::string& where, const std::string& reason) override {
     errors.push_back(where + ": " + reason);
@@ -113,6 +114,53 @@ TEST_F(Sessions, HandshakeNotCapturedAndTheBrokerSpeaksFirst) {
   EXPECT_EQ(seen.frames[0].summary, "Response corr=3 (unmatched: request not captured)");
   EXPECT_EQ(seen.frames[1].src, "127.0.0.1:40002");
   EXPECT_EQ(seen.frames[2].summary, "StreamsGroupHeartbeat v1 Response corr=4 member=c epoch=4 error=NONE");
+}
+
+// A capture that starts mid-connection: the first connection carries only a
+// response to a request sent before the capture began, and ends before any
+// other connection shows that 127.0.0.1:19092 (no Kafka port) is a broker.
+// It is decoded once one does; an HTTP connection that ends just as early
+// stays not Kafka.
+TEST_F(Sessions, AConnectionEndingBeforeItsBrokerIsKnownIsDecodedOnceItIs) {
+  {
+    SyntheticCapture cap(path_);
+    ConnectOptions mid;
+    mid.handshake = false;
+    const Endpoint broker = make_endpoint("127.0.0.1", 19092);
+    uint32_t a = cap.connect(make_endpoint("127.0.0.1", 40010), broker, mid);
+    cap.send(a, StreamSide::FromServer, test::heartbeat_response(7, "d", 3));  // packet 1
+    cap.close(a, StreamSide::FromServer);                                       // packets 2-4
+    uint32_t web = cap.connect(make_endpoint("127.0.0.1", 40012), make_endpoint("127.0.0.1", 8080));  // 5-7
+    const std::string get = "GET / HTTP/1.1\r\nHost: x\r\n\r\n", ok = "HTTP/1.1 204 No Content\r\n\r\n";
+    cap.send(web, StreamSide::FromClient, std::span(reinterpret_cast<const uint8_t*>(get.data()), get.size()));
+    cap.send(web, StreamSide::FromServer, std::span(reinterpret_cast<const uint8_t*>(ok.data()), ok.size()));
+    cap.close(web);
+    uint32_t b = cap.connect(make_endpoint("127.0.0.1", 40011), broker);
+    cap.send(b, StreamSide::FromClient, test::heartbeat_request(8, "e", 0));
+    cap.send(b, StreamSide::FromServer, test::heartbeat_response(8, "e", 1));
+  }
+  for (bool wait : {true, false}) {
+    SessionOptions opts;
+    opts.wait_for_broker = wait;
+    Collect c;
+    KafkaSessions sessions(ProgramSet::release(), opts, c);
+    CaptureStats stats;
+    std::string error;
+    ASSERT_TRUE(read_capture_file(path_, {}, sessions, stats, error)) << error;
+    ASSERT_EQ(c.frames.size(), wait ? 3u : 2u) << "wait_for_broker " << wait;
+    EXPECT_EQ(c.frames.front().summary, "StreamsGroupHeartbeat v1 Request corr=8 group=orders-app member=e epoch=0");
+    EXPECT_EQ(c.frames.back().summary, "StreamsGroupHeartbeat v1 Response corr=8 member=e epoch=1 error=NONE");
+    EXPECT_EQ(sessions.stats().not_kafka, wait ? 1u : 2u);
+    EXPECT_EQ(sessions.stats().skipped_bytes, 0u);
+    if (!wait) continue;
+    // Decoded as soon as the request on the other connection shows the broker,
+    // with the packet that brought it.
+    EXPECT_EQ(c.frames[1].summary, "Response corr=7 (unmatched: request not captured)");
+    EXPECT_TRUE(c.frames[1].unmatched);
+    EXPECT_EQ(c.frames[1].src, "127.0.0.1:19092");
+    EXPECT_EQ(c.frames[1].packet, 1u);
+    EXPECT_TRUE(c.skips.empty()) << c.skips.front();
+  }
 }
 
 TEST_F(Sessions, GuessDecodesAnUnmatchedResponseAndSaysSo) {

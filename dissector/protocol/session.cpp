@@ -152,7 +152,8 @@ void KafkaSessions::decide(Conn& c, bool kafka, bool swapped, const PacketMeta& 
   ++stats_.kafka_connections;
   const Endpoint& client = swapped ? c.tcp.server : c.tcp.client;
   const Endpoint& server = swapped ? c.tcp.client : c.tcp.server;
-  if (!is_known_broker(server)) known_brokers_.push_back(server);
+  const bool new_broker = !is_known_broker(server);
+  if (new_broker) known_brokers_.push_back(server);
   out_.on_verdict(c.tcp, true, client);
   c.candidates[0].clear();
   c.candidates[1].clear();
@@ -169,6 +170,7 @@ void KafkaSessions::decide(Conn& c, bool kafka, bool swapped, const PacketMeta& 
   for (int dir : {kRequests, kResponses}) {
     if (!c.dirs[dir].buf.empty() && c.state != ConnState::NotKafka) run(c, dir, meta);
   }
+  if (new_broker && !parked_.empty()) unpark();
 }
 
 void KafkaSessions::on_data(const TcpConnection& t, StreamSide side, uint64_t offset,
@@ -259,7 +261,8 @@ bool KafkaSessions::by_known_broker(Conn& c, const PacketMeta& meta) {
 
 // A connection that ends while Probing: the side with more request
 // candidates is the client (the responses that would confirm them are not
-// in the capture); with none it is not Kafka.
+// in the capture); with none it is not Kafka (on_close first parks it to
+// wait for a broker, SessionOptions::wait_for_broker).
 void KafkaSessions::settle(Conn& c) {
   if (by_known_broker(c, PacketMeta{})) return;
   const size_t n0 = c.candidates[0].size(), n1 = c.candidates[1].size();
@@ -649,15 +652,75 @@ void KafkaSessions::on_gap(const TcpConnection& t, StreamSide side, uint64_t off
 void KafkaSessions::on_close(const TcpConnection& t) {
   auto it = conns_.find(t.id);
   if (it == conns_.end()) return;
-  Conn& c = *it->second;
-  if (c.state == ConnState::Probing) settle(c);
+  std::unique_ptr<Conn> c = std::move(it->second);
+  conns_.erase(it);
+  if (last_ == c.get()) last_ = nullptr;
+  const bool undecided = c->state == ConnState::Probing && c->probed > 0 && c->candidates[0].empty() &&
+                         c->candidates[1].empty() && is_known_broker(c->tcp.server) == is_known_broker(c->tcp.client);
+  if (undecided && opts_.wait_for_broker) {
+    park(std::move(c));
+    return;
+  }
+  if (c->state == ConnState::Probing) settle(*c);
+  finish(*c);
+}
+
+// The end of a settled connection: what its streams still hold is reported.
+void KafkaSessions::finish(Conn& c) {
   if (c.state == ConnState::Kafka || c.state == ConnState::SaslTokens) {
     for (int dir = 0; dir < 2; ++dir) truncated(c, dir, c.dirs[dir].last, "the capture ends here");
     stats_.unanswered += c.pending.size();
   }
   out_.on_connection_end(c.tcp);
-  if (last_ == &c) last_ = nullptr;
-  conns_.erase(it);
+}
+
+size_t KafkaSessions::held_bytes(const Conn& c) { return c.dirs[0].buf.size() + c.dirs[1].buf.size(); }
+
+// An ended connection waits for evidence from others. Memory stays bounded:
+// past 64 connections or 16 MiB held, the oldest is settled as it is.
+void KafkaSessions::park(std::unique_ptr<Conn> c) {
+  constexpr size_t kMaxParked = 64;
+  constexpr size_t kMaxParkedBytes = 16u << 20;
+  parked_bytes_ += held_bytes(*c);
+  parked_.push_back(std::move(c));
+  while (parked_.size() > kMaxParked || parked_bytes_ > kMaxParkedBytes) {
+    std::unique_ptr<Conn> old = std::move(parked_.front());
+    parked_.pop_front();
+    parked_bytes_ -= held_bytes(*old);
+    settle(*old);
+    finish(*old);
+  }
+}
+
+// A broker became known: the parked connections it settles are decoded now,
+// as of their own last packet, in the order they ended.
+void KafkaSessions::unpark() {
+  std::vector<std::unique_ptr<Conn>> ready;
+  for (auto it = parked_.begin(); it != parked_.end();) {
+    if (is_known_broker((*it)->tcp.server) != is_known_broker((*it)->tcp.client)) {
+      parked_bytes_ -= held_bytes(**it);
+      ready.push_back(std::move(*it));
+      it = parked_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto& c : ready) {
+    const PacketMeta& a = c->dirs[0].last;
+    const PacketMeta& b = c->dirs[1].last;
+    by_known_broker(*c, a.number >= b.number ? a : b);
+    finish(*c);
+  }
+}
+
+void KafkaSessions::on_end() {
+  while (!parked_.empty()) {
+    std::unique_ptr<Conn> c = std::move(parked_.front());
+    parked_.pop_front();
+    settle(*c);
+    finish(*c);
+  }
+  parked_bytes_ = 0;
 }
 
 void KafkaSessions::on_error(const PacketMeta& meta, const std::string& where, const std::string& reason) {

@@ -40,6 +40,13 @@ struct SessionOptions {
   uint64_t probe_limit = 64u << 20;
   // Requests awaiting a response per connection; older ones count as unanswered.
   size_t max_pending = 4096;
+  // A connection that ends with no evidence either way (say, a few responses
+  // to requests sent before the capture began, from an endpoint not yet known
+  // as a broker) waits for another connection to show that one of its
+  // endpoints is a broker, and is decoded then; those still waiting at the
+  // end of the capture are not Kafka. Off where the verdict is needed when
+  // the connection ends (kwire record: its flow gate and redactor).
+  bool wait_for_broker = true;
   // Decode payloads inside bytes fields (FrameDecoder::set_nested).
   bool nested = true;
   // The release's structs by their generated decoders; false: all by the
@@ -106,6 +113,7 @@ class KafkaSessions : public StreamSink {
   void on_gap(const TcpConnection& c, StreamSide side, uint64_t stream_offset, uint64_t length,
               const PacketMeta& meta) override;
   void on_close(const TcpConnection& c) override;
+  void on_end() override;
   void on_error(const PacketMeta& meta, const std::string& where, const std::string& reason) override;
 
   size_t open_connections() const { return conns_.size(); }
@@ -122,6 +130,10 @@ class KafkaSessions : public StreamSink {
   using PendingList = std::deque<Pending>;
   static const Pending* find(const PendingList& list, int32_t corr);
   void settle(Conn& c);
+  void finish(Conn& c);
+  void park(std::unique_ptr<Conn> c);
+  void unpark();
+  static size_t held_bytes(const Conn& c);
   PendingList::iterator pending_of(Conn& c, int32_t corr);
   void answered(Conn& c, PendingList::iterator it);
   bool by_known_broker(Conn& c, const PacketMeta& meta);
@@ -158,6 +170,10 @@ class KafkaSessions : public StreamSink {
   std::unordered_map<uint32_t, std::unique_ptr<Conn>> conns_;
   Conn* last_ = nullptr;  // conn()'s last answer
   std::vector<Endpoint> known_brokers_;  // endpoints seen answering Kafka requests
+  // Connections that ended undecided, oldest first (SessionOptions::wait_for_broker),
+  // and the bytes they hold.
+  std::deque<std::unique_ptr<Conn>> parked_;
+  size_t parked_bytes_ = 0;
   GroupProtocols groups_;   // which groups are consumer groups (old SyncGroups do not say)
   ResponseHint decode_request(std::span<const uint8_t> msg, bool cut);
 };
