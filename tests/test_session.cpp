@@ -180,6 +180,41 @@ TEST_F(Sessions, GuessDecodesAnUnmatchedResponseAndSaysSo) {
       << seen.frames[0].summary;
 }
 
+// ConsumerGroupHeartbeat v1 and ShareGroupHeartbeat v1 responses have the
+// same layout: a guess takes the api the client was seen sending.
+TEST_F(Sessions, GuessPrefersTheApisTheClientSent) {
+  auto request = [](int corr) {
+    test::Bytes b = test::request_header_v2(68, 1, corr);
+    b.cstr("g").cstr("m").i32(3).cnull().cnull().i32(-1)  // GroupId, MemberId, MemberEpoch, InstanceId, RackId, RebalanceTimeoutMs
+        .cnull().cnull().cnull().cnull().tags0();          // SubscribedTopicNames, SubscribedTopicRegex, ServerAssignor, TopicPartitions
+    return b.message();
+  };
+  auto response = [](int corr) {
+    test::Bytes b;
+    b.i32(corr).tags0();
+    b.i32(0).i16(0).cnull().cstr("m").i32(4).i32(5000).i8(-1).tags0();  // ..., MemberEpoch, HeartbeatIntervalMs, Assignment: null
+    return b.message();
+  };
+  {
+    SyntheticCapture cap(path_);
+    ConnectOptions mid;
+    mid.handshake = false;
+    uint32_t c = cap.connect(make_endpoint("127.0.0.1", 40020), make_endpoint("127.0.0.1", 9092), mid);
+    cap.send(c, StreamSide::FromClient, request(5));
+    cap.send(c, StreamSide::FromServer, join({response(4), response(5)}));  // 4's request came before the capture
+  }
+  SessionOptions opts;
+  opts.guess = true;
+  auto seen = decode(opts);
+  ASSERT_EQ(seen.frames.size(), 3u);
+  EXPECT_TRUE(seen.frames[1].unmatched);
+  EXPECT_TRUE(seen.frames[1].summary.starts_with("ConsumerGroupHeartbeat v1 Response corr=4 "))
+      << seen.frames[1].summary;
+  EXPECT_NE(seen.frames[1].summary.find("[version guessed: request not captured]"), std::string::npos);
+  EXPECT_FALSE(seen.frames[2].unmatched);
+  EXPECT_TRUE(seen.frames[2].summary.starts_with("ConsumerGroupHeartbeat v1 Response corr=5 ")) << seen.frames[2].summary;
+}
+
 TEST_F(Sessions, TlsOnAKafkaPortIsReportedNotDecoded) {
   {
     SyntheticCapture cap(path_);

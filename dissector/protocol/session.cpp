@@ -95,7 +95,15 @@ struct KafkaSessions::Conn {
   Stream dirs[2];
   PendingList pending;
   PendingList candidates[2];        // Probing: clean requests found in each side's bytes
+  ApiList apis;                     // (api, version) of the requests it sent, latest last
 };
+
+// Moves (or adds) `v` to the end of `list`, which keeps its `max` latest.
+static void note_api(std::vector<std::pair<int16_t, int16_t>>& list, std::pair<int16_t, int16_t> v, size_t max) {
+  std::erase(list, v);
+  if (list.size() >= max) list.erase(list.begin());
+  list.push_back(v);
+}
 
 KafkaSessions::KafkaSessions(const ProgramSet& ps, SessionOptions opts, FrameHandler& out)
     : ps_(ps), decoder_(ps), opts_(std::move(opts)), out_(out) {
@@ -491,6 +499,11 @@ void KafkaSessions::message(Conn& c, int dir, std::span<const uint8_t> msg, uint
     return;
   }
   const ResponseHint hint = decode_request(msg, false);
+  if (frame_.api_key >= 0 && frame_.ok()) {
+    const std::pair<int16_t, int16_t> api{frame_.api_key, frame_.api_version};
+    note_api(c.apis, api, 16);
+    note_api(seen_apis_, api, 256);
+  }
   if (frame_.api_key >= 0 && msg.size() >= 12) {
     const Node* acks = frame_.api_key == kProduce ? find_field(frame_, ps_, frame_.body, "Acks") : nullptr;
     if (!(acks && acks->v.i == 0)) {  // acks=0 produce is never answered
@@ -529,24 +542,38 @@ void KafkaSessions::response(Conn& c, FrameContext& ctx, std::span<const uint8_t
     return;
   }
   ctx.unmatched = true;
-  if (opts_.guess) {
-    // Try every response layout, newest first; keep the first clean decode.
-    const auto& all = ps_.messages();
-    for (auto m = all.rbegin(); m != all.rend(); ++m) {
-      if (m->direction != Direction::Response || ps_.find(m->api_key, m->version, Direction::Response) != &*m) continue;
-      decoder_.decode_response(msg, m->api_key, m->version, frame_);
-      if (frame_.ok()) {
-        frame_.guessed = true;
-        out_.on_frame(ctx, frame_);
-        return;
-      }
-    }
+  if (opts_.guess && guess(c, msg)) {
+    frame_.guessed = true;
+    out_.on_frame(ctx, frame_);
+    return;
   }
   frame_.clear();
   frame_.message = msg;
   frame_.direction = Direction::Response;
   frame_.correlation_id = corr;
   out_.on_frame(ctx, frame_);
+}
+
+// --guess: a response layout that decodes `msg` cleanly into frame_. Many
+// responses fit several layouts, so the likeliest are tried first: the
+// (api, version) of requests this connection sent, then of requests seen
+// anywhere in the capture, latest first; then every layout, newest first.
+bool KafkaSessions::guess(const Conn& c, std::span<const uint8_t> msg) {
+  auto fits = [&](int16_t api, int16_t version) {
+    if (!ps_.find(api, version, Direction::Response)) return false;
+    decoder_.decode_response(msg, api, version, frame_);
+    return frame_.ok();
+  };
+  for (auto it = c.apis.rbegin(); it != c.apis.rend(); ++it)
+    if (fits(it->first, it->second)) return true;
+  for (auto it = seen_apis_.rbegin(); it != seen_apis_.rend(); ++it)
+    if (std::find(c.apis.begin(), c.apis.end(), *it) == c.apis.end() && fits(it->first, it->second)) return true;
+  const auto& all = ps_.messages();
+  for (auto m = all.rbegin(); m != all.rend(); ++m) {
+    if (m->direction != Direction::Response || ps_.find(m->api_key, m->version, Direction::Response) != &*m) continue;
+    if (fits(m->api_key, m->version)) return true;
+  }
+  return false;
 }
 
 KafkaSessions::PendingList::iterator KafkaSessions::pending_of(Conn& c, int32_t corr) {

@@ -128,6 +128,8 @@ class KafkaSessions : public StreamSink {
   struct Hunt;
   struct Pending;
   using PendingList = std::deque<Pending>;
+  using ApiList = std::vector<std::pair<int16_t, int16_t>>;  // (api key, version)
+  bool guess(const Conn& c, std::span<const uint8_t> msg);
   static const Pending* find(const PendingList& list, int32_t corr);
   void settle(Conn& c);
   void finish(Conn& c);
@@ -170,6 +172,7 @@ class KafkaSessions : public StreamSink {
   std::unordered_map<uint32_t, std::unique_ptr<Conn>> conns_;
   Conn* last_ = nullptr;  // conn()'s last answer
   std::vector<Endpoint> known_brokers_;  // endpoints seen answering Kafka requests
+  ApiList seen_apis_;  // (api, version) of the latest distinct requests decoded anywhere
   // Connections that ended undecided, oldest first (SessionOptions::wait_for_broker),
   // and the bytes they hold.
   std::deque<std::unique_ptr<Conn>> parked_;
