@@ -215,6 +215,32 @@ TEST_F(Sessions, GuessPrefersTheApisTheClientSent) {
   EXPECT_TRUE(seen.frames[2].summary.starts_with("ConsumerGroupHeartbeat v1 Response corr=5 ")) << seen.frames[2].summary;
 }
 
+// A capture that starts inside a request whose record data holds 300 false
+// message starts, each claiming 256 MiB (0x10000000 with a Produce v13 head
+// and a short client id): the real request behind them is still found.
+TEST_F(Sessions, FalseStartsClaimingHugeSizesDoNotHideTheNextRequest) {
+  std::vector<uint8_t> junk;
+  for (int i = 0; i < 300; ++i) {
+    const uint8_t head[20] = {0x10, 0, 0, 0, 0, 0, 0, 13, 0, 0, 0, 1, 0, 3, 'a', 'b', 'c', 0, 0, 0};
+    junk.insert(junk.end(), head, head + sizeof head);
+  }
+  {
+    SyntheticCapture cap(path_);
+    ConnectOptions mid;
+    mid.handshake = false;
+    uint32_t c = cap.connect(make_endpoint("127.0.0.1", 40030), make_endpoint("127.0.0.1", 9092), mid);
+    cap.send(c, StreamSide::FromClient, junk);
+    cap.send(c, StreamSide::FromClient, test::heartbeat_request(9, "z", 2), 7);  // not whole when first seen
+    cap.send(c, StreamSide::FromServer, test::heartbeat_response(9, "z", 3));
+  }
+  auto seen = decode();
+  ASSERT_EQ(seen.frames.size(), 2u);
+  EXPECT_EQ(seen.frames[0].summary, "StreamsGroupHeartbeat v1 Request corr=9 group=orders-app member=z epoch=2");
+  EXPECT_EQ(seen.frames[1].summary, "StreamsGroupHeartbeat v1 Response corr=9 member=z epoch=3 error=NONE");
+  ASSERT_EQ(seen.skips.size(), 1u);
+  EXPECT_TRUE(seen.skips[0].starts_with("127.0.0.1:40030 0+6000: ")) << seen.skips[0];
+}
+
 TEST_F(Sessions, TlsOnAKafkaPortIsReportedNotDecoded) {
   {
     SyntheticCapture cap(path_);

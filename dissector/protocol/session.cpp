@@ -395,6 +395,21 @@ bool KafkaSessions::resync(Conn& c, int dir, const PacketMeta& meta) {
   return false;
 }
 
+// A hunt candidate not yet whole waits for its bytes. When kMaxWaiting wait
+// already, the one that would end last gives way to one that ends sooner:
+// record data can hold hundreds of false starts claiming a huge size, and
+// they must not crowd out the real message behind them.
+void KafkaSessions::wait_for(Hunt& h, std::span<const uint8_t> b, uint64_t base, size_t i) {
+  auto end = [&](uint64_t at) { return at + 4 + static_cast<uint32_t>(size_at(b, static_cast<size_t>(at - base))); };
+  const uint64_t at = base + i;
+  if (h.waiting.size() >= kMaxWaiting) {
+    auto last = std::max_element(h.waiting.begin(), h.waiting.end(), [&](uint64_t x, uint64_t y) { return end(x) < end(y); });
+    if (end(*last) <= end(at)) return;
+    h.waiting.erase(last);
+  }
+  h.waiting.push_back(at);  // the scan goes forward: still ascending
+}
+
 // Finds the first offset where a message plausibly starts: a request that
 // decodes cleanly, or a response whose correlation id answers an outstanding
 // request and that decodes cleanly. Candidates not yet whole wait in
@@ -422,7 +437,7 @@ size_t KafkaSessions::hunt(Stream& s, Hunt& h, bool requests, const PendingList&
     if (requests ? !plausible_request(ps_, b.subspan(i)) : !find(pending, size_at(b, i + 4))) continue;
     const size_t total = 4 + static_cast<size_t>(size);
     if (b.size() - i < total) {
-      if (h.waiting.size() < kMaxWaiting) h.waiting.push_back(s.buf_offset + i);  // the earliest are likeliest
+      wait_for(h, b, s.buf_offset, i);
       continue;
     }
     if (whole_and_clean(i, total)) {

@@ -147,6 +147,7 @@ class KafkaSessions : public StreamSink {
   bool resync(Conn& c, int dir, const PacketMeta& meta);
   static void consume(Stream& s, size_t n);
   size_t hunt(Stream& s, Hunt& h, bool requests, const PendingList& pending, std::span<const uint8_t> b);
+  static void wait_for(Hunt& h, std::span<const uint8_t> b, uint64_t base, size_t i);
   static void start(Stream& s, uint64_t offset, const PacketMeta& meta);
   enum class Chain : uint8_t { Broken, Partial, Whole };
   Chain chain_of(std::span<const uint8_t> b, size_t end) const;
