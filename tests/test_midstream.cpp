@@ -266,7 +266,7 @@ TEST_P(MidStream, CutAndResegmentedRealCaptureDecodesEveryWholeMessage) {
   const Original o = load(GetParam());
   ASSERT_EQ(o.streams.gaps, 0);
   ASSERT_GT(o.messages.size(), 100u);
-  const uint32_t seeds = getenv("KWIRE_MIDSTREAM_SEEDS") ? static_cast<uint32_t>(std::stoul(getenv("KWIRE_MIDSTREAM_SEEDS"))) : 24;
+  const uint32_t seeds = getenv("KWIRE_MIDSTREAM_SEEDS") ? static_cast<uint32_t>(std::stoul(getenv("KWIRE_MIDSTREAM_SEEDS"))) : 120;
   for (uint32_t seed = 1; seed <= seeds; ++seed) {
     std::mt19937 rng(seed);
     // Small segments make most cuts land inside a message; large ones keep

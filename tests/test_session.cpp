@@ -241,6 +241,62 @@ TEST_F(Sessions, FalseStartsClaimingHugeSizesDoNotHideTheNextRequest) {
   EXPECT_TRUE(seen.skips[0].starts_with("127.0.0.1:40030 0+6000: ")) << seen.skips[0];
 }
 
+// The capture starts inside a response, on a segment of 10 bytes that read as
+// a whole 6-byte message (size 6, correlation id 2816), followed by bytes
+// whose size prefix claims 151 MB. Taking that for a message boundary would
+// report a response that never was and swallow the rest of the direction;
+// the lone message waits for confirmation, and the ids that follow refute it.
+TEST_F(Sessions, ALoneMessageAtTheStartIsNotTakenOnItsSizeAlone) {
+  const std::vector<uint8_t> looks_whole = {0, 0, 0, 6, 0, 0, 0x0b, 0, 0, 0};
+  const std::vector<uint8_t> rest = {0x09, 0, 0, 0x0c, 0, 0, 0, 4, 0, 0, 0, 5, 0, 0};
+  {
+    SyntheticCapture cap(path_);
+    ConnectOptions mid;
+    mid.handshake = false;
+    uint32_t c = cap.connect(make_endpoint("127.0.0.1", 40040), make_endpoint("127.0.0.1", 9092), mid);
+    cap.send(c, StreamSide::FromServer, looks_whole);
+    cap.send(c, StreamSide::FromServer, rest);
+    cap.send(c, StreamSide::FromClient, test::heartbeat_request(5, "y", 1));
+    cap.send(c, StreamSide::FromServer, test::heartbeat_response(5, "y", 2));
+  }
+  auto seen = decode();
+  ASSERT_EQ(seen.frames.size(), 2u);
+  EXPECT_EQ(seen.frames[0].summary, "StreamsGroupHeartbeat v1 Request corr=5 group=orders-app member=y epoch=1");
+  EXPECT_EQ(seen.frames[1].summary, "StreamsGroupHeartbeat v1 Response corr=5 member=y epoch=2 error=NONE");
+  EXPECT_FALSE(seen.frames[1].unmatched);
+  ASSERT_EQ(seen.skips.size(), 1u);
+  EXPECT_TRUE(seen.skips[0].starts_with("127.0.0.1:9092 0+24: ")) << seen.skips[0];
+}
+
+// Two answers to requests sent before the capture began, in one segment, ids
+// 8 then 7: a Java client numbers a request when it queues it, and the
+// ApiVersions it sends on connecting overtakes a request queued before. The
+// sizes chain and the ids are a client's, so both are messages; ids 8 then
+// 9000 are not, and the bytes are skipped.
+TEST_F(Sessions, TwoWholeMessagesAtTheStartNeedIdsAClientWouldSend) {
+  for (int second : {7, 9000}) {
+    {
+      SyntheticCapture cap(path_);
+      ConnectOptions mid;
+      mid.handshake = false;
+      uint32_t c = cap.connect(make_endpoint("127.0.0.1", 40050), make_endpoint("127.0.0.1", 9092), mid);
+      cap.send(c, StreamSide::FromServer, join({test::heartbeat_response(8, "x", 1), test::heartbeat_response(second, "x", 1)}));
+    }
+    auto seen = decode();
+    if (second == 7) {
+      ASSERT_EQ(seen.frames.size(), 2u);
+      EXPECT_EQ(seen.frames[0].summary, "Response corr=8 (unmatched: request not captured)");
+      EXPECT_EQ(seen.frames[1].summary, "Response corr=7 (unmatched: request not captured)");
+      EXPECT_TRUE(seen.skips.empty()) << seen.skips.front();
+    } else {
+      EXPECT_TRUE(seen.frames.empty()) << seen.frames.front().summary;
+      ASSERT_EQ(seen.skips.size(), 1u);
+      const size_t both = 2 * test::heartbeat_response(8, "x", 1).size();
+      EXPECT_TRUE(seen.skips[0].starts_with("127.0.0.1:9092 0+" + std::to_string(both) + ": ")) << seen.skips[0];
+    }
+  }
+}
+
 TEST_F(Sessions, TlsOnAKafkaPortIsReportedNotDecoded) {
   {
     SyntheticCapture cap(path_);

@@ -1,6 +1,7 @@
 #include "dissector/protocol/session.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "dissector/wire/wire.hpp"
 
@@ -364,6 +365,9 @@ bool KafkaSessions::resync(Conn& c, int dir, const PacketMeta& meta) {
   Chain chain = Chain::Broken;
   if (s.at_hunt_start && s.buf_offset == s.hunt_from) {
     chain = chain_of(b, b.size());
+    // One whole message is weak evidence (an int32 in the middle of a message
+    // can equal the bytes left in its segment): it waits for what follows.
+    if (chain == Chain::Whole) chain = chain_ids(b, dir == kRequests);
     if (chain == Chain::Whole) {
       s.sync = Sync::Synced;
       s.hunt.waiting.clear();
@@ -465,6 +469,49 @@ KafkaSessions::Chain KafkaSessions::chain_of(std::span<const uint8_t> b, size_t 
   return Chain::Partial;
 }
 
+// Sizes that chain exactly to the end of b (chain_of is Whole) mark a message
+// boundary at b[0] when they make two messages or more whose correlation ids
+// differ from one to the next by at least 1 and at most kIdStep, as a
+// client's do (not always rising: a Java client numbers a request when it
+// queues it, and an ApiVersions sent on connecting can overtake it). Whole:
+// confirmed; Partial: one message alone, weak evidence (an int32 inside a
+// message can equal the bytes left in its segment), which waits for more;
+// Broken: ids that no client would send.
+KafkaSessions::Chain KafkaSessions::chain_ids(std::span<const uint8_t> b, bool requests) {
+  constexpr int64_t kIdStep = 1024;
+  const size_t id_at = requests ? 8 : 4;  // after the api key and version in a request
+  size_t n = 0;
+  int64_t last = 0;
+  for (size_t i = 0; i + 4 <= b.size(); i += 4 + static_cast<size_t>(size_at(b, i))) {
+    if (static_cast<size_t>(size_at(b, i)) < id_at) return Chain::Broken;
+    const int64_t id = size_at(b, i + id_at);
+    if (n++ > 0 && (id == last || std::abs(id - last) > kIdStep)) return Chain::Broken;
+    last = id;
+  }
+  return n >= 2 ? Chain::Whole : Chain::Partial;
+}
+
+// A lone whole response held at the start of a direction (see chain_ids),
+// captured before the request `request` (in packet `meta`), is settled by it
+// when it decodes cleanly with that request's api and version (a Fetch
+// answered before the next Fetch, a heartbeat before the next heartbeat). It
+// is decoded before the request, as the capture has them.
+void KafkaSessions::confirm_lone_response(Conn& c, std::span<const uint8_t> request, const PacketMeta& meta) {
+  Stream& r = c.dirs[kResponses];
+  if (r.sync != Sync::Hunting || !r.at_hunt_start || r.buf_offset != r.hunt_from || r.buf.size() < 8) return;
+  if (r.packets.empty() || r.packets.back().second.number >= meta.number) return;  // not before the request
+  if (size_at(r.buf, 4) == size_at(request, 8)) return;  // its answer: matched as usual
+  if (chain_of(r.buf, r.buf.size()) != Chain::Whole || chain_ids(r.buf, false) != Chain::Partial) return;
+  const auto api = static_cast<int16_t>(wire::load_be16(request.data() + 4));
+  const auto version = static_cast<int16_t>(wire::load_be16(request.data() + 6));
+  if (!ps_.find(api, version, Direction::Response)) return;
+  decoder_.decode_response(r.buf, api, version, probe_frame_);
+  if (!probe_frame_.ok()) return;
+  r.sync = Sync::Synced;
+  r.hunt.waiting.clear();
+  run(c, kResponses, meta);
+}
+
 bool KafkaSessions::clean_request(std::span<const uint8_t> msg) {
   decoder_.decode_request(msg, probe_frame_);
   return probe_frame_.ok();
@@ -508,6 +555,7 @@ void KafkaSessions::message(Conn& c, int dir, std::span<const uint8_t> msg, uint
       return;
     }
   }
+  if (dir == kRequests && msg.size() >= 12) confirm_lone_response(c, msg, meta);
   FrameContext ctx = context(c, dir, offset, meta);
   if (dir == kResponses) {
     response(c, ctx, msg);
@@ -627,6 +675,15 @@ void KafkaSessions::report(Conn& c, int dir, uint64_t offset, const PacketMeta& 
 void KafkaSessions::truncated(Conn& c, int dir, const PacketMeta& meta, const std::string& why) {
   Stream& s = c.dirs[dir];
   if (s.buf.empty()) return;
+  if (s.sync == Sync::Hunting && s.at_hunt_start && s.buf_offset == s.hunt_from &&
+      chain_of(s.buf, s.buf.size()) == Chain::Whole && chain_ids(s.buf, dir == kRequests) != Chain::Broken) {
+    // A lone whole message at the start of what was captured: nothing came
+    // after it to refute it, and it is taken as one (resync waited for more).
+    s.sync = Sync::Synced;
+    s.hunt.waiting.clear();
+    run(c, dir, meta);
+    if (s.buf.empty()) return;
+  }
   if (s.sync == Sync::Hunting) {
     const uint64_t end = s.buf_offset + s.buf.size();
     if (end > s.hunt_from) skip(c, dir, s.hunt_from, end - s.hunt_from, meta, s.why + "; " + why);

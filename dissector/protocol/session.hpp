@@ -151,6 +151,8 @@ class KafkaSessions : public StreamSink {
   static void start(Stream& s, uint64_t offset, const PacketMeta& meta);
   enum class Chain : uint8_t { Broken, Partial, Whole };
   Chain chain_of(std::span<const uint8_t> b, size_t end) const;
+  static Chain chain_ids(std::span<const uint8_t> b, bool requests);
+  void confirm_lone_response(Conn& c, std::span<const uint8_t> request, const PacketMeta& meta);
   void message(Conn& c, int dir, std::span<const uint8_t> msg, uint64_t offset, const PacketMeta& meta);
   void response(Conn& c, FrameContext& ctx, std::span<const uint8_t> msg);
   bool clean_request(std::span<const uint8_t> msg);
