@@ -101,6 +101,7 @@ struct KafkaSessions::Conn {
 
 // Moves (or adds) `v` to the end of `list`, which keeps its `max` latest.
 static void note_api(std::vector<std::pair<int16_t, int16_t>>& list, std::pair<int16_t, int16_t> v, size_t max) {
+  if (!list.empty() && list.back() == v) return;
   std::erase(list, v);
   if (list.size() >= max) list.erase(list.begin());
   list.push_back(v);
@@ -562,7 +563,7 @@ void KafkaSessions::message(Conn& c, int dir, std::span<const uint8_t> msg, uint
     return;
   }
   const ResponseHint hint = decode_request(msg, false);
-  if (frame_.api_key >= 0 && frame_.ok()) {
+  if (opts_.guess && frame_.api_key >= 0 && frame_.ok()) {  // what guess() tries first
     const std::pair<int16_t, int16_t> api{frame_.api_key, frame_.api_version};
     note_api(c.apis, api, 16);
     note_api(seen_apis_, api, 256);
