@@ -631,7 +631,7 @@ bool KafkaSessions::guess(const Conn& c, std::span<const uint8_t> msg) {
   for (auto it = c.apis.rbegin(); it != c.apis.rend(); ++it)
     if (fits(it->first, it->second)) return true;
   for (auto it = seen_apis_.rbegin(); it != seen_apis_.rend(); ++it)
-    if (std::find(c.apis.begin(), c.apis.end(), *it) == c.apis.end() && fits(it->first, it->second)) return true;
+    if (fits(it->first, it->second)) return true;
   const auto& all = ps_.messages();
   for (auto m = all.rbegin(); m != all.rend(); ++m) {
     if (m->direction != Direction::Response || ps_.find(m->api_key, m->version, Direction::Response) != &*m) continue;
@@ -755,14 +755,19 @@ void KafkaSessions::on_close(const TcpConnection& t) {
   std::unique_ptr<Conn> c = std::move(it->second);
   conns_.erase(it);
   if (last_ == c.get()) last_ = nullptr;
-  const bool undecided = c->state == ConnState::Probing && c->probed > 0 && c->candidates[0].empty() &&
-                         c->candidates[1].empty() && is_known_broker(c->tcp.server) == is_known_broker(c->tcp.client);
-  if (undecided && opts_.wait_for_broker) {
+  if (opts_.wait_for_broker && no_evidence(*c)) {
     park(std::move(c));
     return;
   }
   if (c->state == ConnState::Probing) settle(*c);
   finish(*c);
+}
+
+// Probing with payload, no request candidate on either side and no known
+// broker at either end: settle() would call it not Kafka.
+bool KafkaSessions::no_evidence(const Conn& c) const {
+  return c.state == ConnState::Probing && c.probed > 0 && c.candidates[0].empty() && c.candidates[1].empty() &&
+         is_known_broker(c.tcp.server) == is_known_broker(c.tcp.client);
 }
 
 // The end of a settled connection: what its streams still hold is reported.
@@ -774,22 +779,25 @@ void KafkaSessions::finish(Conn& c) {
   out_.on_connection_end(c.tcp);
 }
 
-size_t KafkaSessions::held_bytes(const Conn& c) { return c.dirs[0].buf.size() + c.dirs[1].buf.size(); }
-
 // An ended connection waits for evidence from others. Memory stays bounded:
 // past 64 connections or 16 MiB held, the oldest is settled as it is.
 void KafkaSessions::park(std::unique_ptr<Conn> c) {
   constexpr size_t kMaxParked = 64;
   constexpr size_t kMaxParkedBytes = 16u << 20;
-  parked_bytes_ += held_bytes(*c);
   parked_.push_back(std::move(c));
-  while (parked_.size() > kMaxParked || parked_bytes_ > kMaxParkedBytes) {
-    std::unique_ptr<Conn> old = std::move(parked_.front());
-    parked_.pop_front();
-    parked_bytes_ -= held_bytes(*old);
-    settle(*old);
-    finish(*old);
-  }
+  auto held = [&] {
+    size_t n = 0;
+    for (const auto& p : parked_) n += p->dirs[0].buf.size() + p->dirs[1].buf.size();
+    return n;
+  };
+  while (parked_.size() > kMaxParked || held() > kMaxParkedBytes) settle_oldest_parked();
+}
+
+void KafkaSessions::settle_oldest_parked() {
+  std::unique_ptr<Conn> c = std::move(parked_.front());
+  parked_.pop_front();
+  settle(*c);
+  finish(*c);
 }
 
 // A broker became known: the parked connections it settles are decoded now,
@@ -798,7 +806,6 @@ void KafkaSessions::unpark() {
   std::vector<std::unique_ptr<Conn>> ready;
   for (auto it = parked_.begin(); it != parked_.end();) {
     if (is_known_broker((*it)->tcp.server) != is_known_broker((*it)->tcp.client)) {
-      parked_bytes_ -= held_bytes(**it);
       ready.push_back(std::move(*it));
       it = parked_.erase(it);
     } else {
@@ -814,13 +821,7 @@ void KafkaSessions::unpark() {
 }
 
 void KafkaSessions::on_end() {
-  while (!parked_.empty()) {
-    std::unique_ptr<Conn> c = std::move(parked_.front());
-    parked_.pop_front();
-    settle(*c);
-    finish(*c);
-  }
-  parked_bytes_ = 0;
+  while (!parked_.empty()) settle_oldest_parked();
 }
 
 void KafkaSessions::on_error(const PacketMeta& meta, const std::string& where, const std::string& reason) {

@@ -133,9 +133,10 @@ class KafkaSessions : public StreamSink {
   static const Pending* find(const PendingList& list, int32_t corr);
   void settle(Conn& c);
   void finish(Conn& c);
+  bool no_evidence(const Conn& c) const;
   void park(std::unique_ptr<Conn> c);
+  void settle_oldest_parked();
   void unpark();
-  static size_t held_bytes(const Conn& c);
   PendingList::iterator pending_of(Conn& c, int32_t corr);
   void answered(Conn& c, PendingList::iterator it);
   bool by_known_broker(Conn& c, const PacketMeta& meta);
@@ -176,10 +177,8 @@ class KafkaSessions : public StreamSink {
   Conn* last_ = nullptr;  // conn()'s last answer
   std::vector<Endpoint> known_brokers_;  // endpoints seen answering Kafka requests
   ApiList seen_apis_;  // (api, version) of the latest distinct requests decoded anywhere
-  // Connections that ended undecided, oldest first (SessionOptions::wait_for_broker),
-  // and the bytes they hold.
+  // Connections that ended undecided, oldest first (SessionOptions::wait_for_broker).
   std::deque<std::unique_ptr<Conn>> parked_;
-  size_t parked_bytes_ = 0;
   GroupProtocols groups_;   // which groups are consumer groups (old SyncGroups do not say)
   ResponseHint decode_request(std::span<const uint8_t> msg, bool cut);
 };
