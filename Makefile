@@ -9,8 +9,10 @@ CMAKE_FLAGS ?=
 
 all: build
 
+# tools/install-deps names the packages of the release it runs on; a profile
+# per job (build, test, fuzz, bench).
 deps:
-	@tools/install-deps
+	@tools/install-deps build
 
 $(BUILD)/build.ninja: | deps
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DKWIRE_TESTS=OFF $(CMAKE_FLAGS)
@@ -43,45 +45,50 @@ demo: build
 # it; "appendix" rewrites demo.pcapng.
 SCENARIOS ?=
 captures: build
+	@tools/install-deps test
 	KWIRE=$(BUILD)/kwire testbed/make-captures $(SCENARIOS)
 
 # Every test, through ctest, with warnings as errors and ASan+UBSan: unit and
 # golden tests, the real captures, the live broker test, full conformance with
 # Kafka's serializers and a 60 s fuzz smoke run per target.
-test: deps
+test:
+	@tools/install-deps test
 	cmake -S . -B $(BUILD_TEST) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DKWIRE_WERROR=ON -DKWIRE_SANITIZE=ON $(CMAKE_FLAGS)
 	cmake --build $(BUILD_TEST) -j $(JOBS)
 	cd $(BUILD_TEST) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
 	@echo "conformance summaries (ctest -R conformance -V prints them too):"
 	@grep -h '^conformance: \|^kafka-reserialize: ' $(BUILD_TEST)/Testing/Temporary/LastTest.log | sort -u || true
 
-bench: deps
+bench:
+	@tools/install-deps bench
 	cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DKWIRE_BENCH=ON -DKWIRE_TESTS=OFF
 	cmake --build build-bench -j $(JOBS)
 	bench/run-all build-bench
 
 # Live capture on loopback at rising Kafka message rates: kwire record --auto
 # against tcpdump, same session, alternating (root). See bench/record-bench.
-bench-record: deps
+bench-record:
+	@tools/install-deps bench
 	cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DKWIRE_BENCH=ON -DKWIRE_TESTS=OFF
 	cmake --build build-bench -j $(JOBS) --target kwire kwire-loopgen
 	bench/record-bench build-bench
 
 # kwire replay against a canned-response loopback responder: requests/s and
 # per CPU-second in fast mode, gap error with recorded timing. See bench/replay-bench.
-bench-replay: deps
+bench-replay:
+	@tools/install-deps bench
 	cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DKWIRE_BENCH=ON -DKWIRE_TESTS=OFF
 	cmake --build build-bench -j $(JOBS) --target kwire kwire-replay-fixture
 	bench/replay-bench build-bench
 
 # Conformance with Kafka's own serializers: rebuilds the full corpus with
 # kafka-clients 4.4.0 (JDK + Maven) and runs both directions.
-conformance: deps
+conformance:
 	tools/conformance
 
-# Each libFuzzer target for 60 s (clang-14, ASan+UBSan), seeded from the
+# Each libFuzzer target for 60 s (the release's clang, ASan+UBSan), seeded from the
 # conformance corpus, the captures and the specs.
-fuzz-smoke: deps
+fuzz-smoke:
 	tools/fuzz-smoke
 
 clean:
