@@ -36,6 +36,33 @@ std::string activate_error(pcap_t* p, int rc, const std::string& iface, SourceEr
   }
 }
 
+// The settings made before pcap_activate. libpcap refuses them only on a
+// handle that is already active, which would be a bug here, and refuses
+// nanosecond timestamps where the platform cannot give them: then they stay
+// microseconds, which on_packet reads back from the handle.
+bool configure(pcap_t* p, const LiveOptions& o, std::string& error) {
+  auto failed = [&](const char* what, int rc) {
+    error = "cannot capture on " + o.interface + ": cannot set the " + what + ": " + pcap_statustostr(rc);
+    return false;
+  };
+  int rc = pcap_set_snaplen(p, static_cast<int>(o.snaplen));
+  if (rc != 0) return failed("snapshot length", rc);
+  if (o.immediate) {
+    rc = pcap_set_immediate_mode(p, 1);
+    if (rc != 0) return failed("immediate mode", rc);
+  } else {
+    rc = pcap_set_timeout(p, o.timeout_ms);
+    if (rc != 0) return failed("read timeout", rc);
+  }
+  if (o.buffer_mib > 0) {
+    rc = pcap_set_buffer_size(p, o.buffer_mib << 20);
+    if (rc != 0) return failed("buffer size", rc);
+  }
+  rc = pcap_set_tstamp_precision(p, PCAP_TSTAMP_PRECISION_NANO);
+  if (rc != 0 && rc != PCAP_ERROR_TSTAMP_PRECISION_NOTSUP) return failed("timestamp precision", rc);
+  return true;
+}
+
 bool set_filter(pcap_t* p, const std::string& filter, std::string& error) {
   if (filter.empty()) return true;
   bpf_program prog{};
@@ -65,11 +92,10 @@ std::unique_ptr<PacketSource> PacketSource::open_live(const LiveOptions& o, std:
     error = "cannot capture on " + o.interface + ": " + errbuf;
     return nullptr;
   }
-  pcap_set_snaplen(s->p_, static_cast<int>(o.snaplen));
-  if (o.immediate) pcap_set_immediate_mode(s->p_, 1);
-  else pcap_set_timeout(s->p_, o.timeout_ms);
-  if (o.buffer_mib > 0) pcap_set_buffer_size(s->p_, o.buffer_mib << 20);
-  pcap_set_tstamp_precision(s->p_, PCAP_TSTAMP_PRECISION_NANO);  // falls back to micro where unsupported
+  if (!configure(s->p_, o, error)) {
+    kind = SourceError::Runtime;
+    return nullptr;
+  }
   const int rc = pcap_activate(s->p_);
   if (rc < 0) {
     error = activate_error(s->p_, rc, o.interface, kind);

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "dissector/protocol/decoder.hpp"
@@ -54,16 +55,20 @@ class Keep : public FrameHandler {
 };
 
 // The cleanly decoded messages of a committed capture, in capture order.
-const std::vector<Captured>& capture(const std::string& name) {
-  static std::map<std::string, std::vector<Captured>> cache;
+// The helpers that return references into long-lived data take their names
+// as string_view: a std::string temporary made from a literal argument makes
+// GCC 14's -Wdangling-reference take the result for a reference into it.
+const std::vector<Captured>& capture(std::string_view name) {
+  static std::map<std::string, std::vector<Captured>, std::less<>> cache;
   auto it = cache.find(name);
   if (it != cache.end()) return it->second;
   Keep keep;
   KafkaSessions sessions(programs(), {}, keep);
   CaptureStats stats;
   std::string error;
-  EXPECT_TRUE(read_capture_file(std::string(KWIRE_SOURCE_DIR) + "/captures/" + name, {}, sessions, stats, error)) << error;
-  return cache[name] = std::move(keep.messages);
+  EXPECT_TRUE(read_capture_file(std::string(KWIRE_SOURCE_DIR) + "/captures/" + std::string(name), {}, sessions, stats,
+                                error)) << error;
+  return cache[std::string(name)] = std::move(keep.messages);
 }
 
 // A message and its Frame (which points into the bytes).
@@ -112,13 +117,13 @@ std::unique_ptr<Decoded> first_request(const std::string& file, int api, Pick pi
   return nullptr;
 }
 
-const Node& field(const Frame& f, const std::string& path) {
-  const Node* n = test::at(f, programs(), path);
+const Node& field(const Frame& f, std::string_view path) {
+  const Node* n = test::at(f, programs(), std::string(path));
   EXPECT_NE(n, nullptr) << path;
   static const Node none{};
   return n ? *n : none;
 }
-const Node& header_field(const Frame& f, const std::string& name) {
+const Node& header_field(const Frame& f, std::string_view name) {
   const Node* n = find_field(f, programs(), 0, name);
   EXPECT_NE(n, nullptr) << name;
   static const Node none{};

@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -226,13 +227,16 @@ std::vector<json> decoded(const std::string& name, const std::string& apis) {
   return cache.emplace(key, std::move(out)).first->second;
 }
 
-const json& report(const std::string& name) {
-  static std::map<std::string, json> cache;
+// The name is a string_view: a std::string temporary made from a literal
+// argument makes GCC 14's -Wdangling-reference take the result, a reference
+// into the cache, for a reference into that temporary.
+const json& report(std::string_view name) {
+  static std::map<std::string, json, std::less<>> cache;
   auto it = cache.find(name);
   if (it != cache.end()) return it->second;
-  auto r = kwire::test::kwire_cmd("streams -r " + capture(name) + " -T json");
+  auto r = kwire::test::kwire_cmd("streams -r " + capture(std::string(name)) + " -T json");
   EXPECT_EQ(r.status, 0) << r.err;
-  return cache.emplace(name, json::parse(r.out)).first->second;
+  return cache.emplace(std::string(name), json::parse(r.out)).first->second;
 }
 
 const json* request_of(const std::vector<json>& msgs, const json& response) {

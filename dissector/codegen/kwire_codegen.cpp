@@ -46,11 +46,15 @@ void emit_tables(std::ostream& out, const std::string& id, const ProgramTables& 
         << ", " << m.version << ", Direction::" << (m.direction == Direction::Request ? "Request" : "Response")
         << ", " << m.flexible << ", " << m.unstable << ", " << m.overlay << ", " << m.older << ", " << m.root << ", " << m.controller_only << "},\n";
   }
-  out << "};\nstatic const DataProgram " << id << "_data[] = {\n";
-  for (const auto& d : t.data)
-    out << "  {" << lit(d.name) << ", " << d.version << ", " << (d.flexible ? "true" : "false") << ", " << d.root << "},\n";
-  if (t.data.empty()) out << "  {\"\"sv, 0, false, 0},\n";  // no empty arrays in C++
   out << "};\n";
+  // No data specs (an overlay's tables): no array, which C++ cannot have
+  // empty and an unused placeholder would be an unused variable.
+  if (!t.data.empty()) {
+    out << "static const DataProgram " << id << "_data[] = {\n";
+    for (const auto& d : t.data)
+      out << "  {" << lit(d.name) << ", " << d.version << ", " << (d.flexible ? "true" : "false") << ", " << d.root << "},\n";
+    out << "};\n";
+  }
   // Read in place by ProgramSet::add(): nothing is copied before it.
   out << "static ProgramTablesView " << id << "_view() {\n  ProgramTablesView t;\n"
       << "  t.fields = " << id << "_fields;\n"

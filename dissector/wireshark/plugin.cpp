@@ -38,18 +38,22 @@ extern "C" {
 #include "dissector/wire/wire.hpp"
 #include "dissector/wireshark/field_names.hpp"
 #include "dissector/wireshark/generated_fields.hpp"
+#include "dissector/wireshark/ws_compat.hpp"
 
 #ifndef KWIRE_PLUGIN_VERSION
 #define KWIRE_PLUGIN_VERSION "0.0.0"
 #endif
 
 extern "C" {
-WS_DLL_PUBLIC_DEF extern const gchar plugin_version[];
+WS_DLL_PUBLIC_DEF extern const char plugin_version[];
 WS_DLL_PUBLIC_DEF extern const int plugin_want_major;
 WS_DLL_PUBLIC_DEF extern const int plugin_want_minor;
 WS_DLL_PUBLIC void plugin_register(void);
+#if KWIRE_WS_HAS_PLUGIN_DESCRIBE
+WS_DLL_PUBLIC uint32_t plugin_describe(void);
+#endif
 }
-const gchar plugin_version[] = KWIRE_PLUGIN_VERSION;
+const char plugin_version[] = KWIRE_PLUGIN_VERSION;
 const int plugin_want_major = WIRESHARK_VERSION_MAJOR;
 const int plugin_want_minor = WIRESHARK_VERSION_MINOR;
 
@@ -81,8 +85,8 @@ std::unordered_map<std::string, uint32_t> gen_by_abbrev;   // -> index into kGen
 std::vector<int32_t> builtin_field;                        // BuiltinDesc -> kGenFields index or -1
 
 // Preferences.
-gboolean pref_desegment = TRUE;
-gboolean pref_heuristic = TRUE;
+ws::pref_bool pref_desegment = true;
+ws::pref_bool pref_heuristic = true;
 const char* pref_spec_dir = "";
 const char* pref_overlay = "";
 
@@ -622,8 +626,8 @@ int dissect_pdu(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void* data)
 }
 
 bool looks_like_tls(tvbuff_t* tvb) {
-  return tvb_captured_length(tvb) >= 3 && tvb_get_guint8(tvb, 0) == 0x16 && tvb_get_guint8(tvb, 1) == 0x03 &&
-         tvb_get_guint8(tvb, 2) <= 0x04;
+  return tvb_captured_length(tvb) >= 3 && ws::get_uint8(tvb, 0) == 0x16 && ws::get_uint8(tvb, 1) == 0x03 &&
+         ws::get_uint8(tvb, 2) <= 0x04;
 }
 
 int dissect_connection(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, Connection* c) {
@@ -651,22 +655,22 @@ int dissect_kwire(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void*) {
 // On any other port: a connection is Kafka when its first bytes are a
 // request kwire knows (the recognition `kwire decode` uses), or when it talks
 // to a broker endpoint already seen answering Kafka requests.
-gboolean dissect_kwire_heur(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void*) {
+ws::heur_result dissect_kwire_heur(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void*) {
   Connection* c = connection_of(pinfo);
   if (!c) {
-    if (!pref_heuristic) return FALSE;
+    if (!pref_heuristic) return false;
     bool dst_broker = is_known_broker(&pinfo->dst, pinfo->destport);
     bool src_broker = !dst_broker && is_known_broker(&pinfo->src, pinfo->srcport);
     if (!dst_broker && !src_broker) {
       guint have = tvb_captured_length(tvb);
       const auto* p = static_cast<const uint8_t*>(tvb_get_ptr(tvb, 0, static_cast<gint>(have)));
-      if (!plausible_request(ps(), std::span<const uint8_t>(p, have))) return FALSE;
+      if (!plausible_request(ps(), std::span<const uint8_t>(p, have))) return false;
       dst_broker = true;
     }
     c = new_connection(pinfo, dst_broker);
   }
   dissect_connection(tvb, pinfo, tree, c);
-  return TRUE;
+  return true;
 }
 
 // ---- Registration -----------------------------------------------------------
@@ -835,3 +839,8 @@ void plugin_register(void) {
   plugin.register_handoff = kwire::wireshark::register_handoff;
   proto_register_plugin(&plugin);
 }
+
+#if KWIRE_WS_HAS_PLUGIN_DESCRIBE
+// What `tshark -G plugins` and About > Plugins list the plugin as.
+uint32_t plugin_describe(void) { return WS_PLUGIN_DESC_DISSECTOR; }
+#endif

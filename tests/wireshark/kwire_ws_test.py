@@ -124,8 +124,9 @@ def fields_test(**kw):
 
 
 def usec(t):
-    """A timestamp to whole microseconds: kwire prints microseconds."""
-    return int(Decimal(str(t)) * 1000000)
+    """A timestamp to whole microseconds: kwire prints microseconds. tshark's
+    frame.time_epoch may be seconds or an ISO date (ws_tree.epoch_seconds)."""
+    return int(ws_tree.epoch_seconds(t) * 1000000)
 
 
 def error_codes(v):

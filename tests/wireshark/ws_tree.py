@@ -8,7 +8,9 @@ as objects of their fields. A field with a value and children appears as
 "abbrev": value plus "abbrev_tree": {children}; a null field has the child
 kwire.null, a secret kwire.redacted. Arrays are text subtrees labelled
 "Name (count)" or "Name: null" whose children are the elements."""
+import calendar
 import re
+from decimal import Decimal
 
 ARRAY = re.compile(r"^(\w+) \((\d+)\)$")
 NULL_ARRAY = re.compile(r"^(\w+): null$")
@@ -17,6 +19,30 @@ GENERIC = {"kwire.length", "kwire.direction", "kwire.api_key", "kwire.api_versio
            "kwire.not_kafka"}
 HEADERS = ("kwire.request_header", "kwire.response_header")
 RECORD_ITEMS = {"kwire.record_batch", "kwire.legacy_message", "kwire.partial_batch"}
+
+
+# frame.time_epoch as tshark 4.6 writes it in -T json: an ISO 8601 date,
+# "2026-11-29T20:25:01.721374654Z" (before 4.6, and in -T fields, seconds:
+# "1795983901.721374654").
+ISO_TIME = re.compile(r"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d+))?(Z|[+-]\d\d:?\d\d)$")
+
+
+def epoch_seconds(t):
+    """A frame.time_epoch value (or any timestamp in seconds) as exact
+    seconds since 1970, a Decimal with every digit tshark wrote (its
+    nanoseconds), in either of tshark's forms."""
+    if not isinstance(t, str):
+        return Decimal(str(t))
+    m = ISO_TIME.match(t.strip())
+    if not m:
+        return Decimal(t.strip())
+    year, month, day, hour, minute, second = (int(x) for x in m.groups()[:6])
+    seconds = calendar.timegm((year, month, day, hour, minute, second, 0, 0, 0))
+    zone = m.group(8)
+    if zone != "Z":
+        hh, mm = int(zone[1:3]), int(zone[-2:])
+        seconds -= (1 if zone[0] == "+" else -1) * (hh * 3600 + mm * 60)
+    return Decimal(seconds) + Decimal("0." + (m.group(7) or "0"))
 
 
 class Empty:
@@ -133,7 +159,8 @@ def expert_messages(pairs):
 
 def pdus(packets):
     """Every kwire PDU of tshark's JSON, in order: dicts with the frame
-    number, time, generic fields, header, body and expert infos."""
+    number, time (epoch seconds, a Decimal), generic fields, header, body and
+    expert infos."""
     out = []
     for pkt in packets:
         src = dict(pkt)["_source"]
@@ -154,6 +181,6 @@ def pdus(packets):
                         body = struct(fv)
                     elif fk.startswith("kwire.") and fk.count(".") == 1 and fv == "" and fk != "kwire.error_code":
                         body = {}
-                out.append({"frame": int(frame["frame.number"]), "time": frame["frame.time_epoch"], "generic": g,
-                            "header": header, "body": body, "expert": expert_messages(pdu)})
+                out.append({"frame": int(frame["frame.number"]), "time": epoch_seconds(frame["frame.time_epoch"]),
+                            "generic": g, "header": header, "body": body, "expert": expert_messages(pdu)})
     return out
