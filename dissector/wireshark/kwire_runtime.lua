@@ -12,6 +12,21 @@
 -- decompressed with Wireshark's own zlib), records inside compressed legacy
 -- message sets, and spec overlays.
 
+-- Installed (make install, the .deb), this file sits in Wireshark's global
+-- Lua folder beside kwire.so and steps aside when the C plugin is loaded:
+-- Wireshark registers the binary plugins' protocols (proto_init) before it
+-- runs any Lua script (wslua_init), so the plugin's "kwire" dissector exists
+-- by now, and a second Proto("kwire") would fail with "there cannot be two
+-- protocols with the same description" at every start. Where no kwire.so fits
+-- (another Wireshark version, macOS, Windows) there is none, and this file
+-- is the dissector. Silently: tshark -G plugins shows which one is loaded.
+-- Dissector.get returns nil for an unknown name (Wireshark 4.0 on); older
+-- releases raised an error instead: pcall covers both.
+do
+  local found, plugin = pcall(Dissector.get, "kwire")
+  if found and plugin then return end
+end
+
 local kwire = Proto("kwire", "Apache Kafka (kwire)")
 
 -- WireType and FieldFlag values of dissector/protocol/program.hpp.

@@ -59,7 +59,7 @@ bool write_lua(const std::string& path, const std::string& runtime_path, const P
          "-- dissector/wireshark/kwire_runtime.lua. Load it with\n"
          "--   tshark -X lua_script:kwire.lua   (or copy it into a Lua plugin folder)\n"
          "-- It registers the same protocol and field names as the kwire C plugin\n"
-         "-- (kwire.so): load one of the two, never both.\n\n";
+         "-- (kwire.so), and stands aside where that plugin is loaded too.\n\n";
 
   // Fields: abbrev, name, blurb, type, error code, value names.
   out << "local VALS = {\n";
