@@ -5,7 +5,7 @@ BUILD_TEST ?= build-test
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all build demo test bench bench-record bench-replay deps clean captures conformance fuzz-smoke install-plugin
+.PHONY: all build demo test test-distro bench bench-record bench-replay deps clean captures conformance fuzz-smoke install-plugin
 
 all: build
 
@@ -32,6 +32,24 @@ install-plugin: build
 	install -m 644 $(BUILD)/wireshark/kwire.so "$(PLUGIN_DIR)/kwire.so"
 	@echo "installed $(PLUGIN_DIR)/kwire.so; check with: tshark -G plugins | grep kwire"
 
+# kwire installed like a Linux tool: the command, its man pages and bash
+# completion, kwire.so and kwire.lua (cmake/KwireInstall.cmake). With PREFIX
+# Wireshark's own (/usr on Debian) the plugin goes into Wireshark's global
+# folders; under another prefix it goes to the same path below PREFIX, and the
+# install says that Wireshark does not look there. DESTDIR=DIR stages the tree.
+PREFIX ?= /usr/local
+.PHONY: install deb
+install: build
+	DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix "$(PREFIX)"
+
+# The Debian package of the Release build, $(BUILD)/kwire_<version>_<arch>.deb:
+# CPack, with Depends computed by dpkg-shlibdeps (dpkg-dev) for this release.
+# Check it with dpkg-deb -I and -c; tests/install/smoke.sh after installing it.
+deb: build
+	rm -f $(BUILD)/kwire_*.deb
+	cd $(BUILD) && cpack -G DEB
+	@ls $(BUILD)/kwire_*.deb
+
 # Decodes the bundled capture and prints its streams-group frames.
 STREAMS_APIS = StreamsGroupHeartbeat,StreamsGroupDescribe,StreamsGroupTopologyDescriptionUpdate,DescribeTopicPartitions,DeleteGroups
 demo: build
@@ -50,14 +68,32 @@ captures: build
 
 # Every test, through ctest, with warnings as errors and ASan+UBSan: unit and
 # golden tests, the real captures, the live broker test, full conformance with
-# Kafka's serializers and a 60 s fuzz smoke run per target.
+# Kafka's serializers and a 60 s fuzz smoke run per target. Beside it, in the
+# background from the start: kwire built, loaded into tshark and installed as
+# a .deb in clean Debian 13 and sid chroots (tests/distro; DISTROS= for none,
+# logs in $(BUILD_TEST)/distro/).
+DISTROS ?= trixie sid
 test:
 	@tools/install-deps test
-	cmake -S . -B $(BUILD_TEST) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DKWIRE_WERROR=ON -DKWIRE_SANITIZE=ON $(CMAKE_FLAGS)
-	cmake --build $(BUILD_TEST) -j $(JOBS)
-	cd $(BUILD_TEST) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
-	@echo "conformance summaries (ctest -R conformance -V prints them too):"
-	@grep -h '^conformance: \|^kafka-reserialize: ' $(BUILD_TEST)/Testing/Temporary/LastTest.log | sort -u || true
+	@mkdir -p $(BUILD_TEST)/distro
+	@if [ -n "$(strip $(DISTROS))" ]; then \
+	  setsid tests/distro/run-all $(BUILD_TEST)/distro $(DISTROS) > $(BUILD_TEST)/distro/summary 2>&1 & distro=$$!; \
+	else echo "release chroot tests: not run (DISTROS is empty)" > $(BUILD_TEST)/distro/summary; distro=; fi; \
+	trap '[ -z "$$distro" ] || kill -TERM -- -$$distro 2>/dev/null' INT TERM; \
+	rc=0; \
+	{ cmake -S . -B $(BUILD_TEST) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DKWIRE_WERROR=ON -DKWIRE_SANITIZE=ON $(CMAKE_FLAGS) && \
+	  cmake --build $(BUILD_TEST) -j $(JOBS) && \
+	  (cd $(BUILD_TEST) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)); } || rc=1; \
+	echo "conformance summaries (ctest -R conformance -V prints them too):"; \
+	grep -h '^conformance: \|^kafka-reserialize: ' $(BUILD_TEST)/Testing/Temporary/LastTest.log 2>/dev/null | sort -u; \
+	if [ -n "$$distro" ]; then echo "waiting for the release chroot tests (tests/distro)..."; wait $$distro || rc=1; fi; \
+	cat $(BUILD_TEST)/distro/summary; \
+	exit $$rc
+
+# The release chroot tests alone (root; tests/distro/distro_test.sh).
+test-distro:
+	@tools/install-deps test
+	tests/distro/run-all $(BUILD_TEST)/distro $(DISTROS)
 
 bench:
 	@tools/install-deps bench
