@@ -186,7 +186,7 @@ say "apt-get install ./$debfile (with its Recommends, as apt does by default), m
 in_root "$root" "apt-get update -q && apt-get install -y -q ./tmp/$debfile man-db"
 step="tests/install/smoke.sh"
 say "tests/install/smoke.sh"
-in_root "$root" "cd /tmp/kwire-smoke && ./smoke.sh --capture /tmp/kwire-smoke/demo.pcapng"
+in_root "$root" "cd /tmp/kwire-smoke && ./smoke.sh --move-plugin --capture /tmp/kwire-smoke/demo.pcapng"
 unmount_root
 remove_root "$root"
 finish 0

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks an installed kwire, as a user of the .deb or of `make install` meets it:
 #
-#   tests/install/smoke.sh [--capture FILE] [PREFIX]
+#   tests/install/smoke.sh [--capture FILE] [--move-plugin] [PREFIX]
 #
 # PREFIX is where kwire was installed (default /usr, the .deb's; /usr/local
 # for a plain `make install`; DESTDIR/usr/local for a staged tree). FILE is a
@@ -15,7 +15,9 @@
 # kwire.lua, kwire.lua loads without error beside the plugin (it steps aside),
 # and tshark's kwire.api_key per frame equals kwire decode's apiKey per frame;
 # then kwire.lua alone (a Wireshark folder without kwire.so, as where the .so
-# does not fit) decodes the same. For /usr, kwire.so and kwire.lua must be in
+# does not fit) decodes the same. --move-plugin (a throwaway system only, as
+# tests/distro's) moves the installed kwire.so aside for a moment to check
+# kwire.lua alone from the global Lua folder, for root and for nobody. For /usr, kwire.so and kwire.lua must be in
 # the global folders `tshark -G folders` names. Another PREFIX, whose plugin
 # folder is not Wireshark's own, is checked as nobody through
 # WIRESHARK_PLUGIN_DIR (tshark run by root ignores that variable, so root's
@@ -29,9 +31,11 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 capture=""
 prefix=/usr
+move_plugin=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --capture) capture=${2:?--capture needs a file}; shift 2 ;;
+    --move-plugin) move_plugin=1; shift ;;
     -h|--help) sed -n '2,/^set /p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     -*) echo "smoke.sh: unknown option $1" >&2; exit 2 ;;
     *) prefix=$1; shift ;;
@@ -204,6 +208,15 @@ elif need tshark "the .deb recommends it: apt-get install tshark" && need setpri
   if [ -z "$plugins_root" ]; then
     check_tshark "root" root "$so" "$lua"
     check_tshark "nobody" nobody "$so" "$lua"
+    if [ "$move_plugin" -eq 1 ]; then
+      # kwire.lua alone from Wireshark's global Lua folder, as a Wireshark the
+      # .so does not fit loads it: root (which skips -X lua_script: and
+      # personal Lua plugins on 4.4 and later) and a user.
+      mv "$so" "$work/kwire.so.aside"
+      check_tshark "root, global kwire.lua alone" root "" "$lua"
+      check_tshark "nobody, global kwire.lua alone" nobody "" "$lua"
+      mv "$work/kwire.so.aside" "$so"
+    fi
   else
     check_tshark "nobody" nobody "$so" "$lua" "WIRESHARK_PLUGIN_DIR=$plugins_root"
   fi

@@ -79,13 +79,15 @@ start_loopgen() {
     LOOPGEN_PID=$!
     PIDS+=("$LOOPGEN_PID")
     local i
-    for i in $(seq 1 100); do
+    # A readiness bound, not a speed check: the sanitized loopgen reads its
+    # corpus first, which takes seconds while make test's chroot builds run.
+    for i in $(seq 1 600); do
         KAFKA_PORT=$(sed -n 's/^port=\([0-9]*\)$/\1/p' "$WORK/loopgen.out")
         [[ -n $KAFKA_PORT ]] && return 0
         kill -0 "$LOOPGEN_PID" 2>/dev/null || fail "kwire-loopgen exited before listening: $(cat "$WORK/loopgen.err")"
         sleep 0.05
     done
-    fail "kwire-loopgen printed no port= line within 5 s"
+    fail "kwire-loopgen printed no port= line within 30 s"
 }
 
 # Lets kwire-loopgen send and waits for it; it checks every response itself.
