@@ -187,7 +187,8 @@ elif need tshark "the .deb recommends it: apt-get install tshark" && need setpri
     else
       [ -z "$line" ] && ok "$who: no kwire.so loaded" || fail "$who: expected kwire.lua alone, but: $line"
     fi
-    line=$(grep '^kwire\.lua' <<<"$list" | tr -s '\t' ' ')
+    # The plugin type reads "lua script" up to 4.4 and "Lua script" in 4.6.
+    line=$(grep '^kwire\.lua' <<<"$list" | tr -s '\t' ' ' | sed 's/ [Ll]ua script / lua script /')
     [[ "$line" == *" lua script $want_lua" ]] && ok "$who: tshark -G plugins lists $line" \
       || fail "$who: tshark -G plugins does not list $want_lua: '$line'"
     [ -z "$err" ] && ok "$who: tshark starts without errors (no Lua error from kwire.lua)" \
