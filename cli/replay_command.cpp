@@ -92,12 +92,26 @@ void list_rules() {
                "    learned from: every response struct with a topic name and a TopicId, and a\n"
                "    Metadata request of kwire's own at the start\n"
                "    written into request fields: TopicId (Uuid)\n"
+               "  followed by value: a string field of any name (JoinGroup's leader, member lists)\n"
+               "    holding a learned capture-wide value of at least "
+            << replay::kFollowMinLength << " characters gets the live one\n"
                "  renames: --rename-group prefixes strings of entity groupId, --rename-topic of topicName\n"
                "  correlation ids: renumbered per connection\n\n"
                "Differences ignored by default (--no-default-ignores compares them; --ignore adds):\n";
   for (const auto& r : replay::default_ignore_rules())
     std::cout << "  " << r.pattern.text << std::string(r.pattern.text.size() < 46 ? 46 - r.pattern.text.size() : 1, ' ')
-              << r.why << "\n";
+              << r.why << (r.presence_only ? " (elements one side lists only)" : "") << "\n";
+  std::cout << "\nCompared without order:\n"
+               "  every array of structs: elements pair by the spec's map key (\"mapKey\": true),\n"
+               "    else by their topic, partition, group, member or subtopology fields\n"
+               "  sticky heartbeat assignments (below): as sets, at every level\n"
+               "  arrays of values that are sets:\n";
+  for (const auto& u : replay::unordered_arrays())
+    std::cout << "    " << u.pattern.text << std::string(u.pattern.text.size() < 44 ? 44 - u.pattern.text.size() : 1, ' ')
+              << u.why << "\n";
+  std::cout << "\nCompared by effective value (null keeps the member's last one; one heartbeat\n"
+               "earlier or later is timing):\n";
+  for (const auto& f : replay::sticky_fields()) std::cout << "  " << f.api << ":" << f.path << "\n";
 }
 
 }  // namespace

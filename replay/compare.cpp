@@ -28,6 +28,10 @@ bool PathPattern::matches(std::string_view api_name, const std::vector<std::stri
   return false;
 }
 
+bool PathPattern::matches_exactly(std::string_view api_name, const std::vector<std::string_view>& path) const {
+  return (api.empty() || api == api_name) && glob(segments, path);
+}
+
 namespace {
 bool glob(const std::vector<std::string>& segments, const std::vector<std::string_view>& path) {
   // Iterative glob over segments with a single backtrack point per **.
@@ -130,6 +134,28 @@ std::vector<IgnoreRule> default_ignore_rules() {
   return rules;
 }
 
+const std::vector<UnorderedArray>& unordered_arrays() {
+  static const std::vector<UnorderedArray> v = [] {
+    static const std::pair<const char*, const char*> table[] = {
+        {"**.partitions", "partition numbers of an assignment or a task"},
+        {"**.partitionIndexes", "partition numbers asked about or answered"},
+        {"**.subscribedTopicNames", "topic names a member subscribes to"},
+        {"**.sourceTopics", "a subtopology's source topics"},
+        {"**.repartitionSinkTopics", "a subtopology's repartition topics"},
+    };
+    std::vector<UnorderedArray> out;
+    std::string error;
+    for (const auto& [text, why] : table) {
+      UnorderedArray u;
+      parse_pattern(text, u.pattern, error);
+      u.why = why;
+      out.push_back(std::move(u));
+    }
+    return out;
+  }();
+  return v;
+}
+
 const std::vector<StickyField>& sticky_fields() {
   static const std::vector<StickyField> v = {
       {"StreamsGroupHeartbeat", "body.activeTasks"},
@@ -150,22 +176,50 @@ const std::vector<TimerStatus>& timer_statuses() {
 }
 
 namespace {
-void subtree_json(const ProgramSet& ps, const Frame& f, uint32_t i, std::string& out) {
+bool unordered_values(std::string_view api, const std::vector<std::string_view>& segs) {
+  for (const auto& u : unordered_arrays())
+    if (u.pattern.matches_exactly(api, segs)) return true;
+  return false;
+}
+
+// The subtree as JSON. Canonical: the elements of struct arrays and of the
+// unordered value arrays sorted, so that two subtrees equal but for the order
+// of their sets give the same text.
+void subtree_json(const ProgramSet& ps, const Frame& f, uint32_t i, std::string& out, std::string_view api = {},
+                  std::vector<std::string_view>* segs = nullptr) {
   const Node& n = f.nodes[i];
   if (n.is_null() || (n.type != WireType::Struct && n.type != WireType::Array && n.type != WireType::Records)) {
     out += json_value(ps, f, i);
     return;
   }
   const bool obj = n.type == WireType::Struct;
-  out += obj ? '{' : '[';
-  bool first = true;
+  std::vector<std::string> parts;
   for (uint32_t c : Children(f, i)) {
-    if (!first) out += ',';
-    first = false;
-    if (obj) out += '"' + std::string(ps.field(f.nodes[c].desc).json_name) + "\":";
-    subtree_json(ps, f, c, out);
+    std::string part;
+    if (obj) part = '"' + std::string(ps.field(f.nodes[c].desc).json_name) + "\":";
+    if (segs && obj) segs->push_back(f.nodes[c].desc == kDescUnknownTag ? std::string_view("_tag")
+                                                                         : ps.field(f.nodes[c].desc).json_name);
+    subtree_json(ps, f, c, part, api, segs);
+    if (segs && obj) segs->pop_back();
+    parts.push_back(std::move(part));
+  }
+  if (segs && n.type == WireType::Array && !parts.empty() &&
+      (f.nodes[i + 1].type == WireType::Struct || unordered_values(api, *segs)))
+    std::sort(parts.begin(), parts.end());
+  out += obj ? '{' : '[';
+  for (size_t k = 0; k < parts.size(); ++k) {
+    if (k) out += ',';
+    out += parts[k];
   }
   out += obj ? '}' : ']';
+}
+
+// Canonical JSON of a top-level field of the body.
+std::string canonical_json(const ProgramSet& ps, const Frame& f, uint32_t i, std::string_view api) {
+  std::vector<std::string_view> segs{"body", ps.field(f.nodes[i].desc).json_name};
+  std::string out;
+  subtree_json(ps, f, i, out, api, &segs);
+  return out;
 }
 }  // namespace
 
@@ -178,7 +232,7 @@ void sticky_lookahead(const ProgramSet& ps, const Frame& next, const std::string
       if (next.nodes[c].desc == kDescUnknownTag || ps.field(next.nodes[c].desc).json_name != name) continue;
       const std::string key = member + '\x1f' + std::string(s.api) + '\x1f' + std::string(s.path);
       if (next.nodes[c].is_null()) memory.next.erase(key);
-      else { std::string v; subtree_json(ps, next, c, v); memory.next[key] = v; }
+      else memory.next[key] = canonical_json(ps, next, c, s.api);
     }
   }
 }
@@ -268,8 +322,8 @@ class Walker {
       const std::string key = member_ + '\x1f' + std::string(api_) + '\x1f' + path_;
       std::string a, b;
       const std::string previous = memory_->recorded[key];
-      if (!rn.is_null()) { subtree_json(ps_, rec_, r, a); memory_->recorded[key] = a; } else a = memory_->recorded[key];
-      if (!ln.is_null()) { subtree_json(ps_, live_, l, b); memory_->live[key] = b; } else b = memory_->live[key];
+      if (!rn.is_null()) { a = canonical_json(ps_, rec_, r, api_); memory_->recorded[key] = a; } else a = memory_->recorded[key];
+      if (!ln.is_null()) { b = canonical_json(ps_, live_, l, api_); memory_->live[key] = b; } else b = memory_->live[key];
       if (a == b) return;
       auto next = memory_->next.find(key);
       if ((next != memory_->next.end() && next->second == b) || (!previous.empty() && previous == b)) {
@@ -289,7 +343,12 @@ class Walker {
       default: {
         if (same_leaf(rec_, r, live_, l)) return;
         std::string a = json_value(ps_, rec_, r), b = json_value(ps_, live_, l);
-        if (a != b) diff(a, b);
+        if (a == b) return;
+        diff(a, b);
+        if (rn.desc != kDescUnknownTag && is_error_code_field(ps_.field(rn.desc))) {
+          out_.back().recorded_name = std::string(error_name(rn.v.i));
+          out_.back().replayed_name = std::string(error_name(ln.v.i));
+        }
       }
     }
   }
@@ -309,6 +368,16 @@ class Walker {
     for (uint32_t c : Children(live_, l)) if (!timer_element(live_, c)) le.push_back(c);
     const bool structs = (!re.empty() && rec_.nodes[re[0]].type == WireType::Struct) ||
                          (!le.empty() && live_.nodes[le[0]].type == WireType::Struct);
+    if (!structs && unordered_values(api_, std::vector<std::string_view>(segs_.begin(), segs_.end()))) {
+      // A set: the same values in any order are equal; else the sorted lists differ.
+      std::vector<std::string> a, b;
+      for (uint32_t c : re) a.push_back(json_value(ps_, rec_, c));
+      for (uint32_t c : le) b.push_back(json_value(ps_, live_, c));
+      std::sort(a.begin(), a.end());
+      std::sort(b.begin(), b.end());
+      if (a != b) diff(json_list(a), json_list(b));
+      return;
+    }
     if (!structs) {
       if (re.size() != le.size()) diff('"' + std::to_string(re.size()) + " elements\"", '"' + std::to_string(le.size()) + " elements\"");
       for (size_t i = 0; i < std::min(re.size(), le.size()); ++i) {
@@ -462,6 +531,12 @@ class Walker {
     for (const auto& rule : opts_.ignore)
       if (!rule.presence_only && rule.pattern.matches(api_, segs)) { d.ignored = true; d.rule = rule.pattern.text; break; }
     out_.push_back(std::move(d));
+  }
+
+  static std::string json_list(const std::vector<std::string>& v) {
+    std::string out = "[";
+    for (size_t k = 0; k < v.size(); ++k) out += (k ? "," : "") + v[k];
+    return out + "]";
   }
 
   static std::string json_text(const std::string& s) {

@@ -19,6 +19,8 @@ struct PathPattern {
   std::vector<std::string> segments;
   std::string text;                   // as written
   bool matches(std::string_view api_name, const std::vector<std::string_view>& path) const;
+  // The field itself, not something under it.
+  bool matches_exactly(std::string_view api_name, const std::vector<std::string_view>& path) const;
 };
 bool parse_pattern(const std::string& text, PathPattern& out, std::string& error);
 
@@ -46,12 +48,26 @@ struct Difference {
   std::string replayed;   // JSON literal
   std::string rule;       // the ignore rule that covers it, or "expect" / empty
   bool ignored = false;
+  // Error codes also by name ("NONE", "MESSAGE_TOO_LARGE"); empty otherwise.
+  std::string recorded_name, replayed_name;
+  std::string recorded_text() const { return recorded_name.empty() ? recorded : recorded + " " + recorded_name; }
+  std::string replayed_text() const { return replayed_name.empty() ? replayed : replayed + " " + replayed_name; }
 };
 
 struct CompareOptions {
   std::vector<IgnoreRule> ignore;
   std::vector<ExpectRule> expect;
 };
+
+// Arrays of values that Kafka treats as sets (partition numbers of an
+// assignment, topic names of a subscription): compared without their order.
+// Arrays of structs are always compared without order, their elements paired
+// by the spec's map key (`"mapKey": true`) or else by their identity fields.
+struct UnorderedArray {
+  PathPattern pattern;
+  std::string why;
+};
+const std::vector<UnorderedArray>& unordered_arrays();
 
 // Heartbeat responses leave an assignment null when it did not change, and
 // which heartbeat first carries a new one is timing. Fields listed here are

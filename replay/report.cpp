@@ -39,6 +39,31 @@ std::string xml(std::string_view s) {
   return o;
 }
 
+// "body.responses[0].partitions[+1].errorCode" -> "body.responses.partitions.errorCode".
+std::string plain_path(const std::string& path) {
+  std::string out;
+  for (size_t i = 0; i < path.size(); ++i) {
+    if (path[i] == '[') {
+      size_t close = path.find(']', i);
+      if (close == std::string::npos) break;
+      i = close;
+      continue;
+    }
+    out += path[i];
+  }
+  return out;
+}
+
+// Regressed fields, "Api path" -> how many times.
+std::map<std::string, size_t> by_field(const ReplayResult& r) {
+  std::map<std::string, size_t> paths;
+  for (const auto& e : r.exchanges)
+    if (e.outcome == Outcome::Regression)
+      for (const auto& d : e.differences)
+        if (!d.ignored) ++paths[e.api_name + " " + plain_path(d.path)];
+  return paths;
+}
+
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -112,18 +137,53 @@ void write_text_report(std::ostream& out, const ReplayResult& r, const ReportCon
            (unsigned long long)t.answered, (unsigned long long)t.same, (unsigned long long)t.ignored_only,
            (unsigned long long)t.regressions, (unsigned long long)t.unanswered, (unsigned long long)t.unsupported);
   out << line;
+  // Regressions by api and field path (indices left out), most frequent first.
+  const std::map<std::string, size_t> paths = by_field(r);
+  if (!paths.empty()) {
+    std::vector<std::pair<std::string, size_t>> sorted(paths.begin(), paths.end());
+    std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    out << "\nregressions by field:\n";
+    for (size_t i = 0; i < sorted.size() && i < ctx.max_listed; ++i) {
+      snprintf(line, sizeof line, "  %6zu  %s\n", sorted[i].second, sorted[i].first.c_str());
+      out << line;
+    }
+    if (sorted.size() > ctx.max_listed) out << "  ... " << sorted.size() - ctx.max_listed << " more fields\n";
+  }
+  // Per session, its first divergence in full, and the session's later
+  // regressions under it, grouped: what a cascade started from comes first.
+  std::map<uint32_t, std::vector<const ExchangeResult*>> per;
+  for (const auto& e : r.exchanges)
+    if (e.outcome == Outcome::Regression) per[e.session].push_back(&e);
   size_t listed = 0;
-  for (const auto& e : r.exchanges) {
-    if (e.outcome != Outcome::Regression || listed >= ctx.max_listed) continue;
-    if (listed++ == 0) out << "\nregressions (first " << ctx.max_listed << "):\n";
-    out << "  frame " << e.frame << " " << e.api_name << " v" << e.api_version << " (session " << e.session
-        << ", recorded response frame " << e.response_frame << ")\n";
+  for (auto& [session, list] : per) {
+    if (listed++ == ctx.max_listed) { out << "  ... " << per.size() - ctx.max_listed << " more sessions\n"; break; }
+    if (listed == 1) out << "\nfirst divergence per session (later regressions of the session under it):\n";
+    std::sort(list.begin(), list.end(), [](const ExchangeResult* a, const ExchangeResult* b) { return a->frame < b->frame; });
+    const ExchangeResult& e = *list.front();
+    std::string who;
+    for (const auto& s : r.sessions)
+      if (s.id == session) who = " " + s.client + " -> " + s.broker + (s.client_id.empty() ? "" : " (" + s.client_id + ")");
+    out << "  session " << session << who << "\n    frame " << e.frame << " " << e.api_name << " v" << e.api_version
+        << " (recorded response frame " << e.response_frame << ")\n";
     size_t shown = 0;
     for (const auto& d : e.differences) {
       if (d.ignored) continue;
-      if (shown++ == 8) { out << "      ...\n"; break; }
-      out << "      " << (d.path.empty() ? "(response)" : d.path) << ": recorded " << d.recorded << ", replayed "
-          << d.replayed << (d.rule.empty() ? "" : "  [" + d.rule + "]") << "\n";
+      if (shown++ == 8) { out << "        ...\n"; break; }
+      out << "        " << (d.path.empty() ? "(response)" : d.path) << ": recorded " << d.recorded_text() << ", replayed "
+          << d.replayed_text() << (d.rule.empty() ? "" : "  [" + d.rule + "]") << "\n";
+    }
+    if (list.size() > 1) {
+      std::map<std::string, size_t> later;
+      for (size_t i = 1; i < list.size(); ++i)
+        for (const auto& d : list[i]->differences)
+          if (!d.ignored) ++later[list[i]->api_name + " " + plain_path(d.path)];
+      out << "    then " << list.size() - 1 << " more regressed response" << (list.size() > 2 ? "s" : "")
+          << " in this session, up to frame " << list.back()->frame << ":\n";
+      size_t n = 0;
+      for (const auto& [what, count] : later) {
+        if (n++ == 8) { out << "        ...\n"; break; }
+        out << "        " << what << " x" << count << "\n";
+      }
     }
   }
   size_t unanswered = 0;
@@ -186,12 +246,20 @@ void write_json_report(std::ostream& out, const ReplayResult& r, const ReportCon
       out << (first ? "" : ",") << "{\"frame\":" << e.frame << ",\"responseFrame\":" << e.response_frame
           << ",\"session\":" << e.session << ",\"api\":" << quote(e.api_name) << ",\"version\":" << e.api_version
           << ",\"path\":" << quote(d.path) << ",\"recorded\":" << d.recorded << ",\"replayed\":" << d.replayed;
+      if (!d.recorded_name.empty())
+        out << ",\"recordedName\":" << quote(d.recorded_name) << ",\"replayedName\":" << quote(d.replayed_name);
       if (!d.rule.empty()) out << ",\"rule\":" << quote(d.rule);
       out << "}";
       first = false;
     }
   }
-  out << "],\"unanswered\":[";
+  out << "],\"regressionsByField\":{";
+  first = true;
+  for (const auto& [what, n] : by_field(r)) {
+    out << (first ? "" : ",") << quote(what) << ":" << n;
+    first = false;
+  }
+  out << "},\"unanswered\":[";
   first = true;
   for (const auto& e : r.exchanges) {
     if (e.outcome != Outcome::Unanswered && e.outcome != Outcome::Unsupported) continue;
@@ -238,7 +306,7 @@ void write_junit_report(std::ostream& out, const ReplayResult& r, const ReportCo
           ++regressions;
           body += "frame " + std::to_string(e->frame) + " " + e->api_name + " v" + std::to_string(e->api_version) + "\n";
           for (const auto& d : e->differences)
-            if (!d.ignored) body += "  " + d.path + ": recorded " + d.recorded + ", replayed " + d.replayed + "\n";
+            if (!d.ignored) body += "  " + d.path + ": recorded " + d.recorded_text() + ", replayed " + d.replayed_text() + "\n";
         } else if (e->outcome == Outcome::Unanswered) {
           ++unanswered;
           body += "frame " + std::to_string(e->frame) + " " + e->api_name + " v" + std::to_string(e->api_version) +

@@ -273,6 +273,22 @@ bool ReplayState::map_cluster_id(Frame& f, uint32_t node) {
   return assign(f, node, live_cluster_id_);
 }
 
+bool ReplayState::follow(Frame& f, uint32_t node) {
+  const Node& n = f.nodes[node];
+  if (n.is_null() || (n.type != WireType::String && n.type != WireType::VarString) || n.aux < kFollowMinLength ||
+      rule_of(n.desc) >= 0)
+    return false;
+  const auto& rules = state_rules();
+  for (size_t r = 0; r < rules.size(); ++r) {
+    if (rules[r].scope != Scope::Capture) continue;
+    auto m = values_.find(std::to_string(r) + '\x1e');
+    if (m == values_.end()) continue;
+    auto v = m->second.find(std::string(n.str()));
+    if (v != m->second.end() && v->second != v->first) return assign(f, node, v->second);
+  }
+  return false;
+}
+
 int ReplayState::rename(Frame& f, uint32_t node) {
   const Node& n = f.nodes[node];
   if (n.is_null()) return 0;
@@ -371,7 +387,7 @@ int ReplayState::rewrite_request(Frame& f, uint32_t connection) {
     int e = entity_of(n.desc);
     if (e == kTopicId) changed += map_topic_id(f, i) ? 1 : 0;
     else if (e != kNone) changed += rename(f, i);
-    else changed += map_cluster_id(f, i) ? 1 : 0;
+    else changed += map_cluster_id(f, i) || follow(f, i) ? 1 : 0;
   }
   for (uint32_t r : dirty_records) patch_batches(f, r, {});
   return changed;
@@ -411,7 +427,7 @@ void ReplayState::translate_response(Frame& f, const Frame& recorded_request, ui
     int e = entity_of(n.desc);
     if (e == kTopicId) map_topic_id(f, i);
     else if (e != kNone) rename(f, i);
-    else map_cluster_id(f, i);
+    else if (!map_cluster_id(f, i)) follow(f, i);
   }
 }
 

@@ -34,6 +34,13 @@ struct StateRule {
   Scope scope;
 };
 
+// Values of the capture-wide string rules (broker-assigned member ids) are
+// also followed by value: a string field of any name (JoinGroup's Leader, a
+// member list) that holds a recorded value known to map to a live one gets
+// the live one. Only values at least this long, so that short strings that
+// happen to be equal are left alone.
+inline constexpr size_t kFollowMinLength = 8;
+
 // The rule table, for --list-rules and the tests.
 const std::vector<StateRule>& state_rules();
 
@@ -86,6 +93,7 @@ class ReplayState {
   int rename(Frame& f, uint32_t node);
   bool map_topic_id(Frame& f, uint32_t node);
   bool map_cluster_id(Frame& f, uint32_t node);
+  bool follow(Frame& f, uint32_t node);
   int patch_batches(Frame& f, uint32_t records, const std::string& connection_key);
 
   const ProgramSet& ps_;

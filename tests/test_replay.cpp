@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <sstream>
 
 #include "dissector/protocol/decoder.hpp"
 #include "dissector/protocol/encoder.hpp"
@@ -11,6 +12,7 @@
 #include "recorder/pcap_writer.hpp"
 #include "replay/compare.hpp"
 #include "replay/recording.hpp"
+#include "replay/report.hpp"
 #include "replay/state.hpp"
 #include "tests/test_support.hpp"
 
@@ -260,6 +262,198 @@ TEST(ReplayState, GroupRenamesApplyToRequestsAndRecordedAnswers) {
   EXPECT_EQ(bytes, b.message());
 }
 
+// ConsumerGroupHeartbeatResponse v1: an assignment of (topic id fill, partitions).
+std::vector<uint8_t> cgh_response(const std::vector<std::pair<uint8_t, std::vector<int>>>& assignment) {
+  Bytes b;
+  b.i32(9).tags0();                                     // correlation id, header tags
+  b.i32(0).i16(0).cnull().cstr("member-0001").i32(4).i32(5000).present().carr(assignment.size());
+  for (const auto& [topic, partitions] : assignment) {
+    b.uuid(topic).carr(partitions.size());
+    for (int p : partitions) b.i32(p);
+    b.tags0();
+  }
+  b.tags0().tags0();                                    // assignment tags, body tags
+  return b.message();
+}
+
+std::vector<replay::Difference> diff_with_memory(const std::vector<uint8_t>& rec, const std::vector<uint8_t>& live,
+                                                 int api, int version, replay::StickyMemory& memory) {
+  FrameDecoder d(ps());
+  Frame a, b;
+  d.decode_response(rec, static_cast<int16_t>(api), static_cast<int16_t>(version), a);
+  d.decode_response(live, static_cast<int16_t>(api), static_cast<int16_t>(version), b);
+  EXPECT_TRUE(a.ok() && b.ok());
+  std::vector<replay::Difference> out;
+  replay::compare(ps(), a, b, {}, out, &memory, "1");
+  return out;
+}
+
+TEST(ReplayCompare, AssignmentsAreSetsAtEveryLevel) {
+  const auto rec = cgh_response({{0x11, {0, 1, 2}}, {0x22, {3}}});
+  const auto shuffled = cgh_response({{0x22, {3}}, {0x11, {2, 0, 1}}});
+  // As a plain field (partitions: a set of values; topicPartitions: structs paired by topic id).
+  EXPECT_TRUE(diff(rec, shuffled, 68, 1).empty());
+  // As the member's sticky assignment, compared by its effective value.
+  replay::StickyMemory memory;
+  auto d = diff_with_memory(rec, shuffled, 68, 1, memory);
+  EXPECT_TRUE(d.empty()) << d.front().path << ": " << d.front().recorded << " / " << d.front().replayed;
+
+  // A partition that really moved is still one, shown as the sorted sets.
+  d = diff(rec, cgh_response({{0x22, {3}}, {0x11, {2, 0, 4}}}), 68, 1);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].path, "body.assignment.topicPartitions[0].partitions");
+  EXPECT_EQ(d[0].recorded, "[0,1,2]");
+  EXPECT_EQ(d[0].replayed, "[0,2,4]");
+  EXPECT_FALSE(d[0].ignored);
+  replay::StickyMemory fresh;
+  d = diff_with_memory(rec, cgh_response({{0x11, {0, 1}}, {0x22, {3}}}), 68, 1, fresh);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].path, "body.assignment");
+  EXPECT_FALSE(d[0].ignored);
+}
+
+TEST(ReplayCompare, ValueArraysOutsideTheSetTableKeepTheirOrder) {
+  // MetadataResponse v12 partition replicas: the first is the preferred leader.
+  auto metadata = [](std::vector<int> replicas) {
+    Bytes b;
+    b.i32(3).tags0().i32(0).carr(0).cstr("c").i32(1).carr(1).i16(0).cstr("orders").uuid(uint8_t{1}).i8(0).carr(1);
+    b.i16(0).i32(0).i32(replicas.front()).i32(0).carr(replicas.size());
+    for (int r : replicas) b.i32(r);
+    b.carr(0).carr(0).tags0();                          // isr, offline, partition tags
+    b.i32(-2147483648).tags0().tags0();                 // authorized ops, topic tags, body tags
+    return b.message();
+  };
+  auto d = diff(metadata({1, 2}), metadata({2, 1}), 3, 12);
+  bool replica_order = false;
+  for (const auto& x : d) replica_order |= x.path.find("replicaNodes[0]") != std::string::npos;
+  EXPECT_TRUE(replica_order);
+}
+
+TEST(ReplayCompare, ErrorCodesAreNamed) {
+  auto d = diff(produce_response({{0, 5}}), produce_response({{0, 5}}, 10), 0, 11);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].recorded_text(), "0 NONE");                  // Kafka's Errors: 0 NONE,
+  EXPECT_EQ(d[0].replayed_text(), "10 MESSAGE_TOO_LARGE");    // 10 MESSAGE_TOO_LARGE
+  d = diff(produce_response({{0, 5}}), produce_response({{0, 6}}), 0, 11);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].replayed_text(), "6");                       // not an error code: no name
+}
+
+TEST(ReplayReport, FirstDivergencePerSessionWithItsConsequencesGrouped) {
+  replay::ReplayResult r;
+  r.sessions = {{1, "127.0.0.1:5001", "127.0.0.1:9092", "t", "producer-1", "", 0},
+                {2, "127.0.0.1:5002", "127.0.0.1:9092", "t", "consumer-1", "", 0}};
+  auto exchange = [](uint32_t session, uint64_t frame, const char* api, std::vector<replay::Difference> d) {
+    replay::ExchangeResult e;
+    e.session = session;
+    e.frame = frame;
+    e.response_frame = frame + 1;
+    e.api_name = api;
+    e.api_version = 11;
+    e.outcome = d.empty() ? replay::Outcome::Same : replay::Outcome::Regression;
+    e.differences = std::move(d);
+    return e;
+  };
+  replay::Difference too_large{"body.responses[0].partitionResponses[0].errorCode", "0", "10", "", false, "NONE",
+                               "MESSAGE_TOO_LARGE"};
+  replay::Difference offset{"body.responses[0].partitionResponses[0].baseOffset", "5", "-1", "", false, "", ""};
+  replay::Difference ignored{"body.throttleTimeMs", "0", "3", "**.throttleTimeMs", true, "", ""};
+  r.exchanges = {exchange(1, 10, "Produce", {}), exchange(1, 20, "Produce", {too_large, offset, ignored}),
+                 exchange(1, 30, "Produce", {too_large}), exchange(1, 40, "Produce", {too_large, offset}),
+                 exchange(2, 50, "Fetch", {})};
+  std::ostringstream text, json;
+  replay::write_text_report(text, r, {"c.pcapng", "t", "fast", 10});
+  const std::string t = text.str();
+  EXPECT_NE(t.find("      3  Produce body.responses.partitionResponses.errorCode\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("      2  Produce body.responses.partitionResponses.baseOffset\n"), std::string::npos) << t;
+  const size_t first = t.find("  session 1 127.0.0.1:5001 -> 127.0.0.1:9092 (producer-1)\n    frame 20 Produce v11");
+  ASSERT_NE(first, std::string::npos) << t;
+  EXPECT_NE(t.find("body.responses[0].partitionResponses[0].errorCode: recorded 0 NONE, replayed 10 MESSAGE_TOO_LARGE",
+                   first), std::string::npos) << t;
+  EXPECT_NE(t.find("then 2 more regressed responses in this session, up to frame 40:\n"
+                   "        Produce body.responses.partitionResponses.baseOffset x1\n"
+                   "        Produce body.responses.partitionResponses.errorCode x2\n", first), std::string::npos) << t;
+  EXPECT_EQ(t.find("session 2 "), std::string::npos) << t;   // no regression there
+  EXPECT_EQ(t.find("throttleTimeMs"), std::string::npos) << t;  // ignored differences are not listed
+  replay::write_json_report(json, r, {"c.pcapng", "t", "fast", 10});
+  const std::string j = json.str();
+  EXPECT_NE(j.find("\"recorded\":0,\"replayed\":10,\"recordedName\":\"NONE\",\"replayedName\":\"MESSAGE_TOO_LARGE\""),
+            std::string::npos) << j;
+  EXPECT_NE(j.find("\"regressionsByField\":{\"Produce body.responses.partitionResponses.baseOffset\":2,"
+                   "\"Produce body.responses.partitionResponses.errorCode\":3}"), std::string::npos) << j;
+}
+
+// JoinGroup v9, group "classic-app": the request, and a response naming the
+// leader and (for the leader) the members. Their metadata: a
+// ConsumerProtocolSubscription v0 of topic "orders", no user data.
+std::vector<uint8_t> subscription() {
+  return {0, 0, 0, 0, 0, 1, 0, 6, 'o', 'r', 'd', 'e', 'r', 's', 0xff, 0xff, 0xff, 0xff};
+}
+std::vector<uint8_t> join_request(const std::string& member) {
+  Bytes b = test::request_header_v2(11, 9, 5);
+  b.cstr("classic-app").i32(45000).i32(300000).cstr(member).cnull().cstr("consumer")
+      .carr(1).cstr("cooperative-sticky").cbytes(subscription()).tags0().cnull().tags0();
+  return b.message();
+}
+std::vector<uint8_t> join_response(int generation, const std::string& leader, const std::string& member,
+                                   const std::vector<std::string>& members) {
+  Bytes b;
+  b.i32(5).tags0();
+  b.i32(0).i16(0).i32(generation).cstr("consumer").cstr("cooperative-sticky").cstr(leader).boolean(false)
+      .cstr(member).carr(members.size());
+  for (const auto& m : members) b.cstr(m).cnull().cbytes(subscription()).tags0();
+  b.tags0();
+  return b.message();
+}
+
+TEST(ReplayState, LearnedMemberIdsFollowTheValueIntoFieldsOfAnyName) {
+  FrameDecoder d(ps());
+  replay::ReplayState st(ps(), {});
+  const std::string rec_a = "consumer-classic-app-1-0f1e2d3c", live_a = "consumer-classic-app-1-99887766",
+                    rec_b = "consumer-classic-app-2-aabbccdd", live_b = "consumer-classic-app-2-55443322";
+  const auto req_b = join_request(""), rec_a_b = join_response(1, rec_a, rec_a, {rec_a}),
+             live_a_b = join_response(1, live_a, live_a, {live_a}), rec_b_b = join_response(2, rec_a, rec_b, {}),
+             live_b_b = join_response(2, live_a, live_b, {});
+  Frame req, ra, la, rb, lb;
+  d.decode_request(req_b, req);
+  d.decode_response(rec_a_b, 11, 9, ra);
+  d.decode_response(live_a_b, 11, 9, la);
+  d.decode_response(rec_b_b, 11, 9, rb);
+  d.decode_response(live_b_b, 11, 9, lb);
+  for (const Frame* f : {&req, &ra, &la, &rb, &lb})
+    ASSERT_TRUE(f->ok()) << (f - &req) << " " << f->errors.size() << " " << (f->errors.empty() ? "" : f->errors.front().reason);
+  st.learn(req, ra, la, 1);
+  st.learn(req, rb, lb, 2);
+  // The follower's recorded answer names the leader by its recorded id: translated, it is the live one.
+  st.translate_response(rb, req, 2);
+  std::vector<replay::Difference> out;
+  replay::compare(ps(), rb, lb, {}, out);
+  EXPECT_TRUE(out.empty()) << out.front().path << ": " << out.front().recorded;
+
+  // The leader's next JoinGroup answer lists both members.
+  const auto rec_all = join_response(3, rec_a, rec_a, {rec_a, rec_b}),
+             live_all = join_response(3, live_a, live_a, {live_b, live_a});
+  Frame r3, l3;
+  d.decode_response(rec_all, 11, 9, r3);
+  d.decode_response(live_all, 11, 9, l3);
+  st.translate_response(r3, req, 1);
+  out.clear();
+  replay::compare(ps(), r3, l3, {}, out);
+  EXPECT_TRUE(out.empty()) << out.front().path << ": " << out.front().recorded;
+
+  // A rejoin carries the live id; an id that was never learned stays as it is.
+  const auto rejoin_b = join_request(rec_a), other_b = join_request("consumer-classic-app-9-00000000");
+  Frame rejoin, other;
+  d.decode_request(rejoin_b, rejoin);
+  d.decode_request(other_b, other);
+  EXPECT_EQ(st.rewrite_request(rejoin, 1), 1);
+  std::vector<uint8_t> bytes;
+  std::string error;
+  ASSERT_TRUE(FrameEncoder(ps()).encode(rejoin, bytes, error)) << error;
+  EXPECT_EQ(bytes, join_request(live_a));
+  EXPECT_EQ(st.rewrite_request(other, 1), 0);
+}
+
 }  // namespace
 }  // namespace kwire
 
@@ -308,7 +502,8 @@ TEST(ReplayCli, HelpAndRules) {
   r = test::kwire_cmd("replay --list-rules");
   EXPECT_EQ(exit_code(r), 0);
   for (const char* s : {"member epoch", "producer id", "fetch session", "StreamsGroupHeartbeat.MemberEpoch",
-                        "InitProducerId.ProducerId", "**.throttleTimeMs", "topic id"})
+                        "InitProducerId.ProducerId", "**.throttleTimeMs", "topic id", "followed by value",
+                        "Compared without order", "**.partitions", "ConsumerGroupHeartbeat:body.assignment"})
     EXPECT_NE(r.out.find(s), std::string::npos) << s;
 }
 
