@@ -1,5 +1,8 @@
 #include <unistd.h>
 
+#include <algorithm>
+#include <climits>
+#include <csignal>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -40,8 +43,9 @@ const char* kReplayHelp =
     "  --conn N,M            replay only these sessions (numbers as the report lists them)\n"
     "  --rename-group PREFIX prefix every group id, so the replay meets no earlier state\n"
     "  --rename-topic PREFIX prefix every topic name (with --setup, topics are made so)\n"
-    "  --setup               create the topics the capture uses (names and partition counts\n"
-    "                        from its Metadata responses) that the target lacks\n"
+    "  --setup               create the topics the capture uses that the target lacks, as\n"
+    "                        recorded (names and partition counts from its Metadata\n"
+    "                        responses): this hides a changed default partition count\n"
     "  --ignore [API:]PATH   also ignore differences at PATH (JSON names, * and ** wildcards)\n"
     "  --no-default-ignores  compare the volatile fields too (see --list-rules)\n"
     "  --expect [API:]PATH=VALUE  the live responses must carry VALUE at PATH\n"
@@ -59,12 +63,17 @@ const char* kReplayHelp =
     "                        whole target once it sent nothing for S seconds while\n"
     "                        requests timed out (default 10)\n"
     "  --sasl-plain USER:PASSWORD  replay SASL/PLAIN sessions with these credentials\n"
-    "  -q                    no progress line\n"
+    "  --budget S            end the whole run after S seconds and report what was done\n"
+    "                        (default: 120 + 4 x the capture's duration; 0: no bound)\n"
+    "  -q                    no progress on stderr (else a line kept up to date on a\n"
+    "                        terminal, one line every 5 s when stderr is not one)\n"
     "  --overlay NAME, --spec-dir DIR  as for kwire decode\n"
     "  -h, --help            this help\n"
     "\n"
     "exit status: 0 no regression; 1 regressions or unanswered requests; 2 could not run\n"
-    "(bad usage, unreadable capture, target unreachable), with the reason on stderr\n";
+    "(bad usage, unreadable capture, target unreachable), with the reason on stderr.\n"
+    "SIGINT or SIGTERM (and a spent --budget) end the run early: the text, --report and\n"
+    "--junit reports of what was done are still written, and the exit status is 1\n";
 
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
@@ -116,6 +125,8 @@ void list_rules() {
 
 }  // namespace
 
+volatile std::sig_atomic_t g_stop = 0;
+
 int replay_command(std::vector<std::string> args) {
   ProgramSet ps = ProgramSet::build_release();
   std::string error;
@@ -125,6 +136,7 @@ int replay_command(std::vector<std::string> args) {
   replay::ReplayOptions o;
   SessionOptions session;
   bool have_target = false, default_ignores = true, quiet = false;
+  double budget = -1;
   std::vector<replay::IgnoreRule> extra_ignores;
   std::unique_ptr<filter::Filter> display_filter;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -141,7 +153,7 @@ int replay_command(std::vector<std::string> args) {
     if (a == "-q") { quiet = true; continue; }
     static const std::set<std::string> with_value = {
         "-r", "-Y", "--target", "--map", "-p", "--timing", "--speed", "--api", "--group", "--conn", "--rename-group",
-        "--rename-topic", "--ignore", "--expect", "--report", "--junit", "--record-out", "--script", "--timeout",
+        "--rename-topic", "--ignore", "--expect", "--report", "--junit", "--record-out", "--script", "--timeout", "--budget",
         "--reconnect-timeout", "--sasl-plain"};
     if (!with_value.count(a)) return fail("unknown option " + a + " (kwire replay --help lists them)");
     if (!(v = next())) return fail(a + " needs a value");
@@ -213,6 +225,12 @@ int replay_command(std::vector<std::string> args) {
       if (!(s > 0)) return fail(a + " needs a positive number of seconds, not " + *v);
       (a == "--timeout" ? o.timeout_s : o.reconnect_s) = s;
     }
+    else if (a == "--budget") {
+      double s = -1;
+      try { s = std::stod(*v); } catch (...) {}
+      if (!(s >= 0)) return fail("--budget needs a number of seconds (0: no bound), not " + *v);
+      budget = s;
+    }
     else if (a == "--sasl-plain") {
       auto c = v->find(':');
       if (c == std::string::npos) return fail("--sasl-plain needs USER:PASSWORD");
@@ -224,7 +242,8 @@ int replay_command(std::vector<std::string> args) {
   if (!have_target) return fail("--target HOST:PORT is required (kwire connects to no address it is not given)");
   if (default_ignores) o.compare.ignore = replay::default_ignore_rules();
   for (auto& r : extra_ignores) o.compare.ignore.push_back(std::move(r));
-  o.progress = !quiet && isatty(2);
+  o.progress = !quiet;
+  o.progress_lines = !isatty(2);
   std::unique_ptr<replay::Script> script;
   if (!script_file.empty()) {
     script = replay::Script::load(script_file, ps, error);
@@ -260,7 +279,31 @@ int replay_command(std::vector<std::string> args) {
   char timing[64];
   snprintf(timing, sizeof timing, "recorded x%g", o.speed);
   ctx.timing = o.timing == replay::ReplayOptions::Timing::Fast ? "fast" : timing;
+  // The run's budget: by default four times what the capture lasted (at
+  // --speed in recorded timing) and two minutes more, so that a replay that
+  // cannot converge ends with its report instead of running on.
+  if (budget < 0) {
+    int64_t first = INT64_MAX, last = INT64_MIN;
+    for (const auto& s : rec.sessions)
+      for (const auto& e : s.exchanges) {
+        first = std::min(first, e.request_us);
+        last = std::max(last, std::max(e.request_us, e.response_us));
+      }
+    const double span = first <= last ? (last - first) / 1e6 : 0;
+    budget = 120 + 4 * (o.timing == replay::ReplayOptions::Timing::Recorded ? span / o.speed : span);
+  }
+  o.budget_s = budget;
+  // SIGINT and SIGTERM end the run; the reports of what was done are still written.
+  g_stop = 0;
+  struct sigaction sa{};
+  sa.sa_handler = [](int) { g_stop = 1; };
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  o.stop = &g_stop;
   bool ran = replay::run_replay(ps, rec, o, result, error);
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
   if (!ran) {
     std::cerr << "kwire replay: " << error << "\n";
     return 2;
@@ -277,6 +320,10 @@ int replay_command(std::vector<std::string> args) {
   if (!report_json.empty() && !write(report_json, replay::write_json_report)) return 2;
   if (!junit.empty() && !write(junit, replay::write_junit_report)) return 2;
   replay::Totals t = replay::totals(result);
+  if (!result.stopped.empty()) {
+    std::cerr << "kwire replay: stopped early (" << result.stopped << "); the reports hold what was done\n";
+    return 1;
+  }
   return t.regressions || t.unanswered ? 1 : 0;
 }
 

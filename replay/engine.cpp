@@ -226,6 +226,9 @@ class TrafficWriter {
   std::string error_;
 };
 
+// ReplayOptions::stop of the running replay: the waits of Control end on it too.
+const volatile std::sig_atomic_t* control_stop = nullptr;
+
 // One request/response at a time on a blocking socket with a deadline: the
 // replay's own requests to the target (ApiVersions, Metadata, CreateTopics).
 class Control {
@@ -273,8 +276,13 @@ class Control {
   bool wait(short events, int64_t deadline, std::string& error) {
     int64_t left = deadline - now_us();
     if (left <= 0) { error = "no answer in time"; return false; }
+    if (control_stop && *control_stop) { error = "interrupted by a signal"; return false; }
     pollfd p{fd_, events, 0};
-    if (poll(&p, 1, static_cast<int>(left / 1000) + 1) < 0 && errno != EINTR) { error = strerror(errno); return false; }
+    // In steps of at most 100 ms, so that a signal ends the wait.
+    if (poll(&p, 1, static_cast<int>(std::min<int64_t>(left / 1000 + 1, 100))) < 0 && errno != EINTR) {
+      error = strerror(errno);
+      return false;
+    }
     return true;
   }
   int fd_ = -1;
@@ -392,6 +400,7 @@ class Engine {
   void resolve(uint64_t seq);
   bool wanted(const LiveConn& c, const Exchange& e) const;
   void progress(int64_t now, bool last);
+  void abandon(const std::string& why);   // ends every session now: what is left is unanswered
   void give_up(const std::string& why, int64_t now);
 
   const ProgramSet& ps_;
@@ -986,6 +995,10 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
 
 void Engine::give_up(const std::string& why, int64_t /*now*/) {
   out_.target_lost = true;
+  abandon(why);
+}
+
+void Engine::abandon(const std::string& why) {
   out_.notes.push_back(why);
   for (auto& c : conns_) {
     if (c.st == LiveConn::St::Done) continue;
@@ -1035,7 +1048,8 @@ void Engine::on_readable(LiveConn& c, int64_t now) {
 
 void Engine::progress(int64_t now, bool last) {
   if (!o_.progress) return;
-  if (!last && now - last_progress_us_ < 250000) return;
+  if (!last && now - last_progress_us_ < (o_.progress_lines ? 5000000 : 250000)) return;
+  if (last && o_.progress_lines && !progress_shown_) return;
   last_progress_us_ = now;
   double elapsed = (now - start_us_) / 1e6;
   double left = 0;
@@ -1047,8 +1061,15 @@ void Engine::progress(int64_t now, bool last) {
   snprintf(line, sizeof line, "\rkwire replay: %llu/%llu requests, %llu regressions, %.0f s left   ",
            static_cast<unsigned long long>(done_), static_cast<unsigned long long>(total_),
            static_cast<unsigned long long>(regressions_), left);
-  std::cerr << line << (last ? "\n" : "") << std::flush;
+  if (o_.progress_lines) std::cerr << (line + 1) << "\n" << std::flush;  // without the \r
+  else std::cerr << line << (last ? "\n" : "") << std::flush;
   progress_shown_ = true;
+}
+
+std::string seconds_text(double s) {
+  char b[32];
+  snprintf(b, sizeof b, "%.1f s", s);
+  return b;
 }
 
 bool Engine::run(std::string& error) {
@@ -1063,6 +1084,16 @@ bool Engine::run(std::string& error) {
   std::vector<size_t> owner;
   while (true) {
     int64_t now = now_us();
+    if (o_.stop && *o_.stop) {
+      out_.stopped = "interrupted by a signal";
+      abandon("the replay was interrupted by a signal after " + seconds_text((now - start_us_) / 1e6));
+      break;
+    }
+    if (o_.budget_s > 0 && now - start_us_ > static_cast<int64_t>(o_.budget_s * 1e6)) {
+      out_.stopped = "budget spent";
+      abandon("the run's budget of " + seconds_text(o_.budget_s) + " is spent (--budget)");
+      break;
+    }
     int64_t wake = now + 100000;
     bool open = false;
     for (auto& c : conns_) {
@@ -1164,8 +1195,11 @@ bool Engine::run(std::string& error) {
 
 bool run_replay(const ProgramSet& ps, const Recording& rec, const ReplayOptions& opts, ReplayResult& out,
                 std::string& error) {
+  control_stop = opts.stop;
   Engine e(ps, rec, opts, out);
-  return e.run(error);
+  const bool ok = e.run(error);
+  control_stop = nullptr;
+  return ok;
 }
 
 }  // namespace kwire::replay

@@ -10,6 +10,7 @@
 // been learned before it is needed.
 #pragma once
 
+#include <csignal>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -48,7 +49,10 @@ struct ReplayOptions {
   double reconnect_s = 10;                     // give a connection up after this long unreachable
   std::string sasl_plain_user, sasl_plain_password;  // SASL/PLAIN sessions are replayed with these
   std::string record_out;                      // --record-out: the replay's own traffic, pcapng
-  bool progress = false;                       // a status line on stderr
+  bool progress = false;                       // a status line on stderr (a terminal: rewritten in place)
+  bool progress_lines = false;                 // with progress: a new line every 5 s (stderr is not a terminal)
+  double budget_s = 0;                         // --budget: the whole run ends after this long (0: no bound)
+  const volatile std::sig_atomic_t* stop = nullptr;  // set from a signal handler: the run ends at once
   // --script hooks (see replay/script.hpp). on_request may edit the frame or
   // set skip; on_response may add expectations (path, value).
   std::function<bool(Frame& request, uint64_t frame, const std::string& conn, bool& skip, std::string& error)> on_request;
@@ -98,6 +102,7 @@ struct ReplayResult {
   double wall_s = 0;
   double cpu_s = 0;
   bool target_lost = false;
+  std::string stopped;                 // why the run ended before the capture did (a signal, the budget)
 };
 
 // Runs the replay. False with `error` when it cannot run at all (target

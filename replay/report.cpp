@@ -208,6 +208,7 @@ void write_text_report(std::ostream& out, const ReplayResult& r, const ReportCon
            (unsigned long long)t.regressions, (unsigned long long)t.unanswered, (unsigned long long)t.same,
            (unsigned long long)t.ignored_only, r.wall_s);
   out << line;
+  if (!r.stopped.empty()) out << "stopped early: " << r.stopped << " (what was not done is counted unanswered)\n";
 }
 
 void write_json_report(std::ostream& out, const ReplayResult& r, const ReportContext& ctx) {
@@ -216,7 +217,9 @@ void write_json_report(std::ostream& out, const ReplayResult& r, const ReportCon
       << ",\"summary\":{\"sent\":" << t.sent << ",\"answered\":" << t.answered << ",\"same\":" << t.same
       << ",\"ignoredOnly\":" << t.ignored_only << ",\"regressions\":" << t.regressions << ",\"unanswered\":" << t.unanswered
       << ",\"unsupported\":" << t.unsupported << ",\"skipped\":" << t.skipped << ",\"notCompared\":" << t.not_compared
-      << ",\"wallSeconds\":" << r.wall_s << ",\"cpuSeconds\":" << r.cpu_s << "}";
+      << ",\"wallSeconds\":" << r.wall_s << ",\"cpuSeconds\":" << r.cpu_s;
+  if (!r.stopped.empty()) out << ",\"stopped\":" << quote(r.stopped);
+  out << "}";
   out << ",\"apis\":[";
   bool first = true;
   for (auto& [name, row] : by_api(r)) {

@@ -497,7 +497,7 @@ TEST(ReplayCli, HelpAndRules) {
   EXPECT_EQ(exit_code(r), 0);
   for (const char* opt : {"--target", "--map", "--timing", "--speed", "--api", "--group", "--conn", "--rename-group",
                           "--rename-topic", "--setup", "--ignore", "--expect", "--list-rules", "--report", "--junit",
-                          "--record-out", "--script", "--timeout", "--reconnect-timeout", "--sasl-plain"})
+                          "--record-out", "--script", "--timeout", "--reconnect-timeout", "--sasl-plain", "--budget"})
     EXPECT_NE(r.out.find(opt), std::string::npos) << opt;
   r = test::kwire_cmd("replay --list-rules");
   EXPECT_EQ(exit_code(r), 0);

@@ -29,6 +29,9 @@
 #               case), the progress line on a terminal.
 #   stall       the broker stopped (SIGSTOP) near the end: requests time out (--timeout 1),
 #               exit 1, the report says so, no hang.
+#   stop        SIGTERM mid-run: exit 1 at once, the text, JSON and JUnit reports written
+#               with what was done; progress lines on a non-terminal stderr; --budget 4
+#               ends a run the same way.
 #   unreachable a target where nothing listens: exit 2 naming the target.
 #
 # Needs Java 17 and Maven (the broker), python3. Missing prerequisites fail the test.
@@ -253,6 +256,44 @@ stall)
     [[ $(json "any('timeout' in x['reason'] for x in r['unanswered'])") == True ]] \
         || fail "no request reported as timed out: $(json "r['unanswered'][:3]")"
     BG=
+    note "ok"
+    ;;
+stop)
+    start_broker
+    # SIGTERM mid-run (recorded timing: demo.pcapng lasts about 25 s): the run ends at
+    # once and still writes its reports; stderr is not a terminal, so progress comes
+    # as a line every 5 s.
+    set +e
+    "$KWIRE" replay --target "127.0.0.1:$PORT" -r "$REPO/captures/demo.pcapng" --setup --report "$WORK/report.json" \
+        --junit "$WORK/report.xml" >"$WORK/replay.out" 2>"$WORK/replay.err" &
+    pid=$!
+    sleep 12
+    kill -TERM "$pid"
+    t0=$SECONDS
+    wait "$pid"
+    RC=$?
+    set -e
+    cat "$WORK/replay.out" "$WORK/replay.err"
+    (( RC == 1 )) || fail "exit status $RC after SIGTERM, expected 1"
+    (( SECONDS - t0 < 5 )) || fail "took $((SECONDS - t0)) s to stop after SIGTERM"
+    [[ $(json "r['summary']['stopped']") == "interrupted by a signal" ]] || fail "the report does not say it was interrupted"
+    (( $(json "r['summary']['sent']") > 5 )) || fail "the report lost what was sent before the signal"
+    (( $(json "r['summary']['unanswered']") > 0 )) || fail "what was not done is not counted"
+    python3 - "$WORK/report.xml" <<'PY' || fail "JUnit report after SIGTERM"
+import sys, xml.etree.ElementTree as ET
+suite = ET.parse(sys.argv[1]).getroot().find("testsuite")
+assert int(suite.get("tests")) > 0, suite.attrib
+PY
+    grep -q "^stopped early: interrupted by a signal" "$WORK/replay.out" || fail "the text report does not say it stopped"
+    grep -Eq "^kwire replay: [0-9]+/[0-9]+ requests, [0-9]+ regressions" "$WORK/replay.err" \
+        || fail "no progress line on a non-terminal stderr"
+    grep -q $'\r' "$WORK/replay.err" && fail "carriage returns on a non-terminal stderr"
+    # A budget shorter than the capture ends the run the same way.
+    t0=$SECONDS
+    replay -r "$REPO/captures/demo.pcapng" -q --budget 4
+    (( RC == 1 )) || fail "exit status $RC with a spent budget, expected 1"
+    (( SECONDS - t0 < 20 )) || fail "a 4 s budget took $((SECONDS - t0)) s"
+    [[ $(json "r['summary']['stopped']") == "budget spent" ]] || fail "the report does not say the budget was spent"
     note "ok"
     ;;
 unreachable)
