@@ -312,6 +312,39 @@ TEST(ReplayCompare, AssignmentsAreSetsAtEveryLevel) {
   EXPECT_FALSE(d[0].ignored);
 }
 
+// StreamsGroupHeartbeatResponse v1: statuses (code, detail) and active tasks
+// (subtopology, partitions); no standby or warm-up tasks, no endpoints.
+std::vector<uint8_t> sgh_response(const std::vector<std::pair<int, std::string>>& status,
+                                  const std::vector<std::pair<std::string, std::vector<int>>>& active) {
+  Bytes b;
+  b.i32(12).tags0();
+  b.i32(0).i16(0).cnull().cstr("member-0001").i32(3).i32(2000).i32(1000).i64(10000).carr(status.size());
+  for (const auto& [code, detail] : status) b.i8(code).cstr(detail).tags0();
+  b.carr(active.size());
+  for (const auto& [subtopology, partitions] : active) {
+    b.cstr(subtopology).carr(partitions.size());
+    for (int p : partitions) b.i32(p);
+    b.tags0();
+  }
+  b.cnull().cnull().boolean(false).i32(0).cnull().tags0();
+  return b.message();
+}
+
+TEST(ReplayCompare, StatusesThatOnlySayATimerHasNotFiredAreTiming) {
+  // Kafka's StreamsGroupHeartbeat status codes: 0 STALE_TOPOLOGY, 3 MISSING_INTERNAL_TOPICS, 5 ASSIGNMENT_DELAYED.
+  const auto none = sgh_response({}, {{"0", {0, 1}}});
+  replay::StickyMemory m1;
+  EXPECT_TRUE(diff_with_memory(sgh_response({{3, "internal topics are missing: [app-store-changelog]"}}, {{"0", {0, 1}}}),
+                               none, 88, 1, m1).empty());
+  replay::StickyMemory m2;
+  EXPECT_TRUE(diff_with_memory(none, sgh_response({{5, "assignment delayed"}}, {{"0", {1, 0}}}), 88, 1, m2).empty());
+  replay::StickyMemory m3;
+  auto d = diff_with_memory(none, sgh_response({{0, "stale topology"}}, {{"0", {0, 1}}}), 88, 1, m3);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].path, "body.status[+0]");
+  EXPECT_FALSE(d[0].ignored);
+}
+
 TEST(ReplayCompare, ValueArraysOutsideTheSetTableKeepTheirOrder) {
   // MetadataResponse v12 partition replicas: the first is the preferred leader.
   auto metadata = [](std::vector<int> replicas) {
