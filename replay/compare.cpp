@@ -260,8 +260,12 @@ std::string json_value(const ProgramSet& ps, const Frame& f, uint32_t i) {
       return t.str();
     }
     case WireType::Bytes: case WireType::VarBytes: return '"' + wire::base64(n.bytes()) + '"';
-    case WireType::Struct: case WireType::Array: case WireType::Records:
-      return '"' + std::to_string(n.aux) + " elements\"";
+    case WireType::Struct: return "\"(present)\"";  // a nullable struct next to a null one
+    case WireType::Array: case WireType::Records: {
+      uint32_t count = 0;
+      for (uint32_t c : Children(f, i)) { (void)c; ++count; }
+      return '"' + std::to_string(count) + (count == 1 ? " element\"" : " elements\"");
+    }
     default: return std::to_string(n.v.i);
   }
 }
