@@ -915,10 +915,12 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
     c.retries.push_back({std::move(f), now + backoff});
     return;
   }
-  if (recorded_class == 1 && live_class == 0) {
+  if (recorded_class == 1 && live_class != 1) {
     // The capture shows a retriable error here and the client's retries after
     // it; the target answered at once. Compare with the recorded answer to the
-    // last retry, and do not send the retries.
+    // last retry, and do not send the retries. The target's answer may be an
+    // error that is a protocol step (JoinGroup's MEMBER_ID_REQUIRED), which the
+    // recorded retry then shows too.
     for (uint32_t k = f.exchange + 1; k < c.s->exchanges.size(); ++k) {
       const Exchange& later = c.s->exchanges[k];
       if (later.api_key != e.api_key || k < c.next || later.response.empty()) continue;

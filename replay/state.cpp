@@ -232,6 +232,10 @@ void ReplayState::learn(const Frame& recorded_request, const Frame& recorded, co
       const Node* rec = child(recorded, ps_, recorded.body, field);
       const Node* got = child(live, ps_, live.body, field);
       if (!rec || !got || rec->is_null() || got->is_null()) continue;
+      // An empty string is no value (a member id not assigned yet, as in an
+      // answer with a retriable error): mapping it would hand one member's
+      // live id to every other member's first JoinGroup.
+      if ((rec->type == WireType::String || rec->type == WireType::VarString) && rec->aux == 0) continue;
       std::string key;
       switch (rules[r].scope) {
         case Scope::Member: {

@@ -487,6 +487,30 @@ TEST(ReplayState, LearnedMemberIdsFollowTheValueIntoFieldsOfAnyName) {
   EXPECT_EQ(st.rewrite_request(other, 1), 0);
 }
 
+TEST(ReplayState, AnEmptyRecordedMemberIdIsNotAValueToMap) {
+  // The capture's first JoinGroup was answered COORDINATOR_LOAD_IN_PROGRESS (14)
+  // with no member id; the target assigned one at once (MEMBER_ID_REQUIRED).
+  FrameDecoder d(ps());
+  replay::ReplayState st(ps(), {});
+  auto answer = [](int error, const std::string& member) {
+    Bytes b;
+    b.i32(5).tags0().i32(0).i16(error).i32(-1).cnull().cnull().cstr("").boolean(false).cstr(member).carr(0).tags0();
+    return b.message();
+  };
+  const auto req_b = join_request(""), rec_b = answer(14, ""), live_b = answer(79, "kafka-python-2.0-0aa1b2c3d4");
+  Frame req, rec, live;
+  d.decode_request(req_b, req);
+  d.decode_response(rec_b, 11, 9, rec);
+  d.decode_response(live_b, 11, 9, live);
+  for (const Frame* f : {&req, &rec, &live}) ASSERT_TRUE(f->ok()) << f->errors.front().reason;
+  st.learn(req, rec, live, 1);
+  // Another client's first JoinGroup (member id "") goes out as recorded.
+  const auto other_b = join_request("");
+  Frame other;
+  d.decode_request(other_b, other);
+  EXPECT_EQ(st.rewrite_request(other, 2), 0);
+}
+
 }  // namespace
 }  // namespace kwire
 
