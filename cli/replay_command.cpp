@@ -110,6 +110,10 @@ void list_rules() {
   for (const auto& r : replay::default_ignore_rules())
     std::cout << "  " << r.pattern.text << std::string(r.pattern.text.size() < 46 ? 46 - r.pattern.text.size() : 1, ' ')
               << r.why << (r.presence_only ? " (elements one side lists only)" : "") << "\n";
+  std::cout << "  DescribeConfigs values of configs that describe the host:\n";
+  for (const auto& h : replay::host_configs())
+    std::cout << "    " << h.name << std::string(h.name.size() < 44 ? 44 - h.name.size() : 1, ' ') << h.why
+              << (h.endpoints ? " (compared with HOST:PORT masked)" : "") << "\n";
   std::cout << "\nCompared without order:\n"
                "  every array of structs: elements pair by the spec's map key (\"mapKey\": true),\n"
                "    else by their topic, partition, group, member or subtopology fields\n"

@@ -156,6 +156,39 @@ const std::vector<UnorderedArray>& unordered_arrays() {
   return v;
 }
 
+const std::vector<HostConfig>& host_configs() {
+  static const std::vector<HostConfig> v = {
+      {"listeners", true, "the target's listener endpoints"},
+      {"advertised.listeners", true, "the target's listener endpoints"},
+      {"controller.quorum.bootstrap.servers", true, "the target's controller endpoints"},
+      {"controller.quorum.voters", true, "the target's controller endpoints"},
+      {"log.dirs", false, "paths on the target's host"},
+      {"log.dir", false, "paths on the target's host"},
+      {"metadata.log.dir", false, "paths on the target's host"},
+  };
+  return v;
+}
+
+std::string mask_endpoints(std::string_view value) {
+  // Each comma-separated item: keep what precedes the address ("NAME://",
+  // "1@"), mask HOST:PORT.
+  std::string out;
+  size_t start = 0;
+  while (start <= value.size()) {
+    size_t end = value.find(',', start);
+    if (end == std::string_view::npos) end = value.size();
+    std::string_view item = value.substr(start, end - start);
+    size_t addr = item.find("://");
+    addr = addr == std::string_view::npos ? (item.find('@') == std::string_view::npos ? 0 : item.find('@') + 1) : addr + 3;
+    if (!out.empty() || start > 0) out += ',';
+    out += std::string(item.substr(0, addr));
+    if (item.rfind(':') != std::string_view::npos && item.rfind(':') >= addr) out += '*';
+    else out += std::string(item.substr(addr));
+    start = end + 1;
+  }
+  return out;
+}
+
 const std::vector<StickyField>& sticky_fields() {
   static const std::vector<StickyField> v = {
       {"StreamsGroupHeartbeat", "body.activeTasks"},
@@ -351,6 +384,7 @@ class Walker {
         if (same_leaf(rec_, r, live_, l)) return;
         std::string a = json_value(ps_, rec_, r), b = json_value(ps_, live_, l);
         if (a == b) return;
+        if (host_config_value(r, l, a, b)) return;
         diff(a, b);
         if (rn.desc != kDescUnknownTag && is_error_code_field(ps_.field(rn.desc))) {
           out_.back().recorded_name = std::string(error_name(rn.v.i));
@@ -358,6 +392,26 @@ class Walker {
         }
       }
     }
+  }
+
+  // A DescribeConfigs value of one of host_configs(): handled here (true) or
+  // compared as any value (false).
+  bool host_config_value(uint32_t r, uint32_t l, const std::string& a, const std::string& b) {
+    if (api_ != "DescribeConfigs" || path_.size() < 6 || path_.compare(path_.size() - 6, 6, ".value") != 0) return false;
+    const Node& rn = rec_.nodes[r];
+    if (rn.type != WireType::String || rn.is_null() || live_.nodes[l].is_null()) return false;
+    std::string_view name;
+    for (uint32_t c : Children(rec_, rn.parent))
+      if (rec_.nodes[c].desc != kDescUnknownTag && ps_.field(rec_.nodes[c].desc).name == "Name" &&
+          rec_.nodes[c].type == WireType::String && !rec_.nodes[c].is_null())
+        name = rec_.nodes[c].str();
+    for (const auto& h : host_configs()) {
+      if (h.name != name) continue;
+      if (h.endpoints && mask_endpoints(rn.str()) != mask_endpoints(live_.nodes[l].str())) return false;
+      out_.push_back({path_, a, b, "DescribeConfigs " + std::string(h.name) + ": " + std::string(h.why), true});
+      return true;
+    }
+    return false;
   }
 
   bool timer_element(const Frame& f, uint32_t el) const {

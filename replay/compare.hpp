@@ -69,6 +69,20 @@ struct UnorderedArray {
 };
 const std::vector<UnorderedArray>& unordered_arrays();
 
+// Broker configs whose values describe the host rather than the broker's
+// behaviour (DescribeConfigs results): listener endpoints, compared with each
+// HOST:PORT masked (the target's addresses are not the recorded ones, as with
+// **.host and **.port); per-host paths, ignored. Every other config value is
+// compared, so a changed default (num.partitions) is a regression.
+struct HostConfig {
+  std::string_view name;   // "listeners"
+  bool endpoints;          // true: HOST:PORT masked; false: ignored
+  std::string_view why;
+};
+const std::vector<HostConfig>& host_configs();
+// "PLAINTEXT://127.0.0.1:9092,CONTROLLER://[::1]:9093" -> "PLAINTEXT://*,CONTROLLER://*"
+std::string mask_endpoints(std::string_view value);
+
 // Heartbeat responses leave an assignment null when it did not change, and
 // which heartbeat first carries a new one is timing. Fields listed here are
 // compared by their effective value: the last one sent to that member.

@@ -362,6 +362,47 @@ TEST(ReplayCompare, ValueArraysOutsideTheSetTableKeepTheirOrder) {
   EXPECT_TRUE(replica_order);
 }
 
+// DescribeConfigsResponse v4 for broker "1": (name, value) configs, no synonyms.
+std::vector<uint8_t> describe_configs_response(const std::vector<std::pair<std::string, std::string>>& configs) {
+  Bytes b;
+  b.i32(6).tags0().i32(0).carr(1).i16(0).cnull().i8(4).cstr("1").carr(configs.size());
+  for (const auto& [name, value] : configs)
+    b.cstr(name).cstr(value).boolean(false).i8(5).boolean(false).carr(0).i8(2).cnull().tags0();
+  b.tags0().tags0();
+  return b.message();
+}
+
+TEST(ReplayCompare, ConfigValuesThatDescribeTheHostAreNotRegressions) {
+  replay::CompareOptions o;
+  o.ignore = replay::default_ignore_rules();
+  const auto rec = describe_configs_response({{"listeners", "PLAINTEXT://127.0.0.1:53769,CONTROLLER://127.0.0.1:35379"},
+                                              {"controller.quorum.bootstrap.servers", "127.0.0.1:35379"},
+                                              {"log.dirs", "/tmp/kwire-broker.616hMs/data"},
+                                              {"num.partitions", "1"}});
+  auto d = diff(rec, describe_configs_response({{"listeners", "PLAINTEXT://127.0.0.1:44977,CONTROLLER://127.0.0.1:48071"},
+                                                {"controller.quorum.bootstrap.servers", "127.0.0.1:48071"},
+                                                {"log.dirs", "/var/lib/kafka/data"},
+                                                {"num.partitions", "1"}}),
+                32, 4, o);
+  ASSERT_EQ(d.size(), 3u);
+  for (const auto& x : d) EXPECT_TRUE(x.ignored) << x.path << " " << x.replayed;
+  // Another listener, or a changed default, is a real difference.
+  d = diff(rec, describe_configs_response({{"listeners", "PLAINTEXT://127.0.0.1:44977,SSL://127.0.0.1:44978,"
+                                                          "CONTROLLER://127.0.0.1:48071"},
+                                           {"controller.quorum.bootstrap.servers", "127.0.0.1:48071"},
+                                           {"log.dirs", "/tmp/kwire-broker.616hMs/data"},
+                                           {"num.partitions", "3"}}),
+           32, 4, o);
+  std::vector<std::string> regressions;
+  for (const auto& x : d)
+    if (!x.ignored) regressions.push_back(x.path + "=" + x.replayed);
+  ASSERT_EQ(regressions.size(), 2u);
+  EXPECT_EQ(regressions[0], "body.results[0].configs[0].value=\"PLAINTEXT://127.0.0.1:44977,SSL://127.0.0.1:44978,"
+                            "CONTROLLER://127.0.0.1:48071\"");
+  EXPECT_EQ(regressions[1], "body.results[0].configs[3].value=\"3\"");
+  EXPECT_EQ(replay::mask_endpoints("1@localhost:9093,2@[::1]:9094"), "1@*,2@*");
+}
+
 TEST(ReplayCompare, ErrorCodesAreNamed) {
   auto d = diff(produce_response({{0, 5}}), produce_response({{0, 5}}, 10), 0, 11);
   ASSERT_EQ(d.size(), 1u);
