@@ -905,10 +905,12 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
   dec_.decode_response(e.response, e.api_key, e.api_version, recorded_resp_);
   const int live_class = error_class(ps_, live_);
   int recorded_class = error_class(ps_, recorded_resp_);
-  if (live_class == 1 && recorded_class == 0 && live_.ok() &&
+  if (live_class == 1 && recorded_class != 1 && live_.ok() &&
       now - f.first_sent_us < std::min<int64_t>(static_cast<int64_t>(o_.timeout_s * 1e6), kRetryForUs) && f.attempts < 100) {
     // The target is not ready where the recorded broker was (a coordinator
-    // loading, a leader being elected): ask again, as the client would.
+    // loading, a leader being elected): ask again, as the client would. Also
+    // where the capture shows an error that is not retriable: JoinGroup's
+    // MEMBER_ID_REQUIRED, a protocol step, comes once the coordinator is loaded.
     ++f.attempts;
     r.note = "answered after " + std::to_string(f.attempts) + " attempts (retriable errors before)";
     int64_t backoff = std::min<int64_t>(50000LL << std::min(f.attempts, 5), 1000000);
@@ -986,7 +988,7 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
     // was ready when is timing.
     for (auto& d : r.differences)
       if (!d.ignored && d.rule.empty()) { d.ignored = true; d.rule = "retriable error in the capture (timing)"; }
-  } else if (recorded_class == 0 && live_class == 1) {
+  } else if (recorded_class != 1 && live_class == 1) {
     // Still retriable after the retries' time was up.
     r.note = "the target still answered with a retriable error after " + std::to_string(f.attempts) + " attempts";
   }

@@ -34,7 +34,7 @@ std::string capture(const std::string& name) { return std::string(KWIRE_SOURCE_D
 // Every capture the scenarios write (appendix -> demo.pcapng).
 const std::vector<std::string> kCaptures = {"demo.pcapng",         "stateful.pcapng",   "admin.pcapng",
                                             "plugin-failures.pcapng", "old-client.pcapng", "topology-upgrade.pcapng",
-                                            "txn-consumer.pcapng",  "classic-consumer.pcapng"};
+                                            "txn-consumer.pcapng",  "classic-consumer.pcapng", "other-clients.pcapng"};
 
 // All messages of a capture as JSON lines, in capture order; decoded once per file.
 const std::vector<json>& messages(const std::string& name) {
@@ -185,7 +185,9 @@ TEST(Captures, EveryCommittedCaptureDecodesCompletely) {
     std::smatch m;
     ASSERT_TRUE(std::regex_search(r.out, m, stats)) << name << ": no stats line in\n" << r.out;
     EXPECT_GT(std::stoi(m[2]), 0) << name;
-    EXPECT_EQ(m[2], m[3]) << name << ": every request has its response";
+    // kcat sends a last Metadata request as it exits and does not wait for the answer.
+    const int unanswered = name == "other-clients.pcapng" ? 1 : 0;
+    EXPECT_EQ(std::stoi(m[2]) - unanswered, std::stoi(m[3])) << name << ": every request has its response";
     EXPECT_EQ(m[4], "0") << name << ": unmatched";
     EXPECT_EQ(m[5], "0") << name << ": malformed";
   }

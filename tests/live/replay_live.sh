@@ -13,6 +13,8 @@
 #   stateful    captures/stateful.pcapng (two instances, standby tasks): as demo, two members.
 #   txn         captures/txn-consumer.pcapng (transactional producer, KIP-848 consumer):
 #               producer ids, topic ids and fetch sessions substituted; 0 regressions.
+#   other       captures/other-clients.pcapng (kafka-python, kcat): exit 0, 0 regressions;
+#   other-fast  the same in --timing fast.
 #   plugin      demo against a broker whose description plugin fails permanently: exit 1,
 #               the report names StreamsGroupTopologyDescriptionUpdate body.errorCode.
 #   standby     stateful against a broker that allows no standby replicas
@@ -142,6 +144,20 @@ txn)
     replay -r "$REPO/captures/txn-consumer.pcapng" --setup -q
     expect_clean
     grep -q "learned" "$WORK/replay.out" || fail "nothing learned from the target"
+    note "ok"
+    ;;
+other|other-fast)
+    # captures/other-clients.pcapng (kafka-python and kcat/librdkafka: classic groups,
+    # gzip/snappy/lz4/zstd producers, admin calls) against a fresh broker configured like
+    # the one it was recorded against: no regression, in recorded and in fast timing.
+    start_broker
+    if [[ $CASE == other ]]; then replay -r "$REPO/captures/other-clients.pcapng" -q
+    else replay -r "$REPO/captures/other-clients.pcapng" -q --timing fast; fi
+    expect_clean
+    for client in kpy-admin kpy-consumer kcat-consumer kcat-zstd; do
+        [[ $(json "any(s['clientId']=='$client' and 'skipped' not in s for s in r['sessions'])") == True ]] \
+            || fail "no replayed session of $client"
+    done
     note "ok"
     ;;
 plugin)
