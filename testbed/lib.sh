@@ -24,6 +24,21 @@ testbed_build_old() {
     OLD_CLIENT_CP="$dir/target/classes:$(cat "$stamp")"
 }
 
+# The Java agent that writes a JVM's TLS secrets to an NSS key log file
+# (name.neykov:extract-tls-secrets:4.0.0 from Maven Central, copied into
+# testbed/target/agent/): sets TLS_AGENT_JAR. Use: java -javaagent:$TLS_AGENT_JAR=KEYLOGFILE.
+TLS_AGENT_VERSION=4.0.0
+testbed_tls_agent() {
+    TLS_AGENT_JAR=$TESTBED_DIR/target/agent/extract-tls-secrets-$TLS_AGENT_VERSION.jar
+    if [[ ! -s $TLS_AGENT_JAR ]]; then
+        echo "testbed: fetching name.neykov:extract-tls-secrets:$TLS_AGENT_VERSION" >&2
+        mvn -q -f "$TESTBED_DIR/pom.xml" org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy \
+            -Dartifact=name.neykov:extract-tls-secrets:$TLS_AGENT_VERSION \
+            -DoutputDirectory="$TESTBED_DIR/target/agent" >&2
+        [[ -s $TLS_AGENT_JAR ]] || { echo "testbed: $TLS_AGENT_JAR missing after the copy" >&2; return 1; }
+    fi
+}
+
 # Quiet JVM logging: slf4j-simple at WARN, to stderr.
 TESTBED_LOG_OPTS=(-Dorg.slf4j.simpleLogger.defaultLogLevel=warn -Dorg.slf4j.simpleLogger.showDateTime=true)
 
@@ -98,8 +113,11 @@ scenario_cleanup() {
 }
 
 # Starts testbed/run-broker in the background and waits until it listens. Sets
-# BOOTSTRAP, BROKER_PORT, CONTROLLER_PORT, BROKER_PID, PLUGIN_CONTROL. The
-# KWIRE_BROKER_* variables of run-broker pass through.
+# BOOTSTRAP, BROKER_PORT, CONTROLLER_PORT, BROKER_PID, PLUGIN_CONTROL; with
+# KWIRE_BROKER_SSL=1 also SSL_PORT, SASL_SSL_PORT, TLS_CA_PEM, TLS_TRUSTSTORE,
+# TLS_STORE_PASSWORD, SCRAM_USER, SCRAM_PASSWORD, PLAIN_USER, PLAIN_PASSWORD (all read
+# from run-broker's KWIRE_BROKER_INFO file). The KWIRE_BROKER_* variables of run-broker
+# pass through.
 start_broker() {
     local t0=$SECONDS
     echo "== starting broker"
@@ -113,9 +131,60 @@ start_broker() {
         (( i == 240 )) && { echo "scenario: broker not ready after 120 s" >&2; return 1; }
         sleep 0.5
     done
+    SSL_PORT= SASL_SSL_PORT= TLS_CA_PEM= TLS_TRUSTSTORE= TLS_STORE_PASSWORD=
+    SCRAM_USER= SCRAM_PASSWORD= PLAIN_USER= PLAIN_PASSWORD=
     source "$WORK/broker.env"
     BOOTSTRAP=127.0.0.1:$BROKER_PORT
     echo "   broker 127.0.0.1:$BROKER_PORT (controller 127.0.0.1:$CONTROLLER_PORT, pid $BROKER_PID), ready in $((SECONDS - t0)) s"
+    if [[ -n $SSL_PORT ]]; then
+        echo "   SSL 127.0.0.1:$SSL_PORT, SASL_SSL 127.0.0.1:$SASL_SSL_PORT (CA $TLS_CA_PEM)"
+    fi
+}
+
+# Starts dumpcap -i lo (pcapng) on the given TCP ports, writing to OUT, and waits
+# until it captures. For the TLS listeners: `kwire record --auto` keeps only
+# connections it recognises as Kafka, and a TLS connection is not one (yet).
+start_dumpcap() {  # out port...
+    command -v dumpcap >/dev/null || { echo "scenario: dumpcap not found (apt-get install wireshark-common)" >&2; return 1; }
+    local out=$1 filter= p i
+    shift
+    for p in "$@"; do filter+="${filter:+ or }tcp port $p"; done
+    echo "== starting dumpcap -i lo -f \"$filter\" -> $out"
+    mkdir -p "$(dirname "$out")"
+    rm -f "$out"
+    dumpcap -i lo -f "$filter" -w "$out" >"$WORK/dumpcap.out" 2>"$WORK/dumpcap.err" &
+    RECORDER_PID=$!
+    for i in $(seq 1 40); do
+        grep -q '^Capturing on ' "$WORK/dumpcap.err" && break
+        kill -0 "$RECORDER_PID" 2>/dev/null || { echo "scenario: dumpcap exited: $(cat "$WORK/dumpcap.err")" >&2; return 1; }
+        (( i == 40 )) && { echo "scenario: dumpcap did not start capturing within 10 s" >&2; return 1; }
+        sleep 0.25
+    done
+    sleep 0.5
+}
+
+# Stops the dumpcap start_dumpcap started (SIGINT: it flushes and closes the file) and
+# checks that it lost no packets and that the file is not empty and below MAX (bytes).
+finish_dumpcap() {  # out max-bytes
+    local out=$1 max=$2 rc=0 i stats dropped size
+    sleep 1
+    kill -INT "$RECORDER_PID" 2>/dev/null || true
+    for i in $(seq 1 20); do kill -0 "$RECORDER_PID" 2>/dev/null || break; sleep 0.5; done
+    if kill -0 "$RECORDER_PID" 2>/dev/null; then
+        echo "scenario: dumpcap did not stop within 10 s of SIGINT" >&2; return 1   # the EXIT trap kills it
+    fi
+    wait "$RECORDER_PID" || rc=$?
+    RECORDER_PID=
+    # "Packets received/dropped on interface 'lo': 1234/0 (pcap:0/dumpcap:0/flushed:0/ps_ifdrop:0) (100.0%)"
+    stats=$(grep "^Packets received/dropped on interface" "$WORK/dumpcap.err" | tail -n 1 || true)
+    echo "   dumpcap: ${stats:-no statistics line}"
+    if (( rc != 0 )); then echo "scenario: dumpcap failed (status $rc): $(cat "$WORK/dumpcap.err")" >&2; return 1; fi
+    dropped=$(sed -n 's|.*: [0-9]*/\([0-9]*\) (pcap:\([0-9]*\)/dumpcap:\([0-9]*\)/flushed:\([0-9]*\)/ps_ifdrop:\([0-9]*\)).*|\1 \2 \3 \4 \5|p' <<<"$stats")
+    if [[ $dropped != "0 0 0 0 0" ]]; then echo "scenario: dumpcap lost packets (${dropped:-no statistics line})" >&2; return 1; fi
+    size=$(stat -c %s "$out" 2>/dev/null || echo 0)
+    if (( size == 0 )); then echo "scenario: capture $out is empty" >&2; return 1; fi
+    if (( size >= max )); then echo "scenario: capture $out is $size bytes (>= $max)" >&2; return 1; fi
+    echo "   $(basename "$out"): $size bytes"
 }
 
 # Starts `kwire record -i lo --auto` on the ports of the broker start_broker
@@ -143,7 +212,9 @@ start_capture() {  # out
 
 # Runs a testbed program (class + args) on $APP_CP (default: the 4.4.0 testbed
 # classpath) in the background and waits for it, so that a signal to the script is
-# handled at once (bash defers traps while a foreground child runs).
+# handled at once (bash defers traps while a foreground child runs). $APP_JAVA_OPTS
+# (word-split on purpose) are extra JVM options for this one app, e.g.
+#   APP_JAVA_OPTS="-javaagent:$TLS_AGENT_JAR=$WORK/app.keys -Dkwire.client.config=$WORK/ssl.properties" run_app ...
 run_app() {
     run_app_bg fg "$@"
     wait_app fg
@@ -152,7 +223,9 @@ run_app() {
 # Starts a program in the background; its output lines are prefixed with [name].
 run_app_bg() {  # name class args...
     local name=$1; shift
-    java "${APP_JVM_OPTS[@]}" -cp "${APP_CP:-$TESTBED_CP}" "$@" > >(sed -u "s/^/   [$name] /") 2>&1 &
+    local extra=()
+    read -r -a extra <<< "${APP_JAVA_OPTS:-}"
+    java "${APP_JVM_OPTS[@]}" "${extra[@]}" -cp "${APP_CP:-$TESTBED_CP}" "$@" > >(sed -u "s/^/   [$name] /") 2>&1 &
     APP_PIDS[$name]=$!
 }
 

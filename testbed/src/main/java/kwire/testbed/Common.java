@@ -56,13 +56,50 @@ final class Common {
         return out;
     }
 
+    /** Names a java.util.Properties file of extra client configs (system property, then env). */
+    static final String CLIENT_CONFIG_PROPERTY = "kwire.client.config";
+    static final String CLIENT_CONFIG_ENV = "KWIRE_CLIENT_CONFIG";
+    private static Properties clientConfig;
+
+    /**
+     * The extra client configs: the file named by -Dkwire.client.config (or $KWIRE_CLIENT_CONFIG),
+     * e.g. security.protocol, ssl.truststore.*, ssl.enabled.protocols, ssl.cipher.suites,
+     * sasl.mechanism, sasl.jaas.config; empty without one. Read once per JVM.
+     */
+    static synchronized Properties clientConfig() {
+        if (clientConfig == null) {
+            Properties p = new Properties();
+            String file = System.getProperty(CLIENT_CONFIG_PROPERTY);
+            if (file == null || file.isBlank()) file = System.getenv(CLIENT_CONFIG_ENV);
+            if (file != null && !file.isBlank()) {
+                try (var in = Files.newInputStream(Path.of(file))) {
+                    p.load(in);
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException("client config " + file, e);
+                }
+                String keys = p.stringPropertyNames().stream().sorted()
+                    .map(k -> k.contains("password") || k.contains("jaas") ? k + "=<hidden>" : k + "=" + p.getProperty(k))
+                    .collect(Collectors.joining(", "));
+                log("client config %s: %s", file, keys);
+            }
+            clientConfig = p;
+        }
+        return clientConfig;
+    }
+
+    /** Puts the extra client configs into {@code p} (they win) and returns it. */
+    static Properties withClientConfig(Properties p) {
+        p.putAll(clientConfig());
+        return p;
+    }
+
     static Properties adminProps(String bootstrap, String clientId) {
         Properties p = new Properties();
         p.put("bootstrap.servers", bootstrap);
         p.put("client.id", clientId);
         p.put("request.timeout.ms", "15000");
         p.put("default.api.timeout.ms", "30000");
-        return p;
+        return withClientConfig(p);
     }
 
     /** Streams settings every testbed app uses: group.protocol=streams, string serdes, 1 s commits. */
@@ -76,7 +113,7 @@ final class Common {
         sp.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         sp.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, "1000");
         sp.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, "1");
-        return sp;
+        return withClientConfig(sp);
     }
 
     /** Waits until the app is in {@code want}; fails early on ERROR / NOT_RUNNING. */
@@ -102,6 +139,7 @@ final class Common {
         pp.put("key.serializer", StringSerializer.class.getName());
         pp.put("value.serializer", StringSerializer.class.getName());
         pp.put("linger.ms", "5");
+        withClientConfig(pp);
         try (KafkaProducer<String, String> producer = new KafkaProducer<>(pp)) {
             List<java.util.concurrent.Future<?>> sent = new ArrayList<>();
             for (String[] kv : keyValues) {
@@ -125,6 +163,7 @@ final class Common {
         cp.put("value.deserializer", StringDeserializer.class.getName());
         cp.put("enable.auto.commit", "false");
         cp.put("auto.offset.reset", "earliest");
+        withClientConfig(cp);
         List<String> seen = new ArrayList<>();
         try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(cp)) {
             List<TopicPartition> tps = new ArrayList<>();
