@@ -17,6 +17,8 @@ const char* kDecodeHelp =
     "  -p PORTS           Kafka ports, comma separated (default 9092); Kafka on other\n"
     "                     ports is recognised from its requests\n"
     "  -f FILTER          BPF capture filter applied while reading\n"
+    "  --tls-keylog FILE  TLS key log (SSLKEYLOGFILE format) to decrypt TLS connections with;\n"
+    "                     repeatable. Secrets blocks of a pcapng file are read without it\n"
     "  -c N               stop printing after N messages\n"
     "  --guess            decode responses whose request was not captured by trying versions\n";
 
@@ -72,6 +74,7 @@ int decode_command(std::vector<std::string> args) {
       if (!parse_ports(*v, session.ports, error)) { std::cerr << "kwire decode: " << error << "\n"; return 2; }
     }
     else if (a == "-f") { auto v = next("a filter"); if (!v) return 2; capture.bpf_filter = *v; }
+    else if (a == "--tls-keylog") { auto v = next("a key log file"); if (!v) return 2; capture.tls_keylogs.push_back(*v); }
     else if (a == "-c") {
       auto v = next("a count"); if (!v) return 2;
       try { out.limit = std::stoll(*v); } catch (...) { out.limit = -2; }

@@ -22,7 +22,8 @@ const char* const kOutputOptionsHelp =
     "  --errors           only messages with a non-zero error code or a decode error, and skips\n"
     "  --stats            end with: stats: frames=N requests=N responses=N unmatched=N malformed=N\n"
     "                     resyncs=N skipped_bytes=N lost_bytes=N unanswered=N not_kafka=N\n"
-    "                     sasl_tokens=N capture_errors=N (with -T json: a {\"stats\":{...}} line)\n"
+    "                     sasl_tokens=N capture_errors=N tls_connections=N tls_undecrypted=N\n"
+    "                     tls_errors=N (with -T json: a {\"stats\":{...}} line)\n"
     "  --api-table        end with a table of messages per (api, version, direction)\n"
     "  --latency          end with request-to-response times per api version and connection,\n"
     "                     and the slowest exchanges (as kwire latency prints them)\n";
@@ -252,6 +253,7 @@ void FramePrinter::finish(const SessionStats& s) {
         {"unmatched", unmatched_},     {"malformed", malformed_},       {"resyncs", s.resyncs},
         {"skipped_bytes", s.skipped_bytes}, {"lost_bytes", s.lost_bytes}, {"unanswered", s.unanswered},
         {"not_kafka", s.not_kafka},    {"sasl_tokens", s.sasl_tokens},  {"capture_errors", capture_errors_},
+        {"tls_connections", s.tls_connections}, {"tls_undecrypted", s.tls_undecrypted}, {"tls_errors", s.tls_errors},
     };
     out_ += o_.json ? "{\"stats\":{" : "stats:";
     bool first = true;

@@ -18,6 +18,8 @@ const char* kLatencyHelp =
     "  -p PORTS           Kafka ports, comma separated (default 9092); Kafka on other\n"
     "                     ports is recognised from its requests\n"
     "  -f FILTER          BPF capture filter applied while reading\n"
+    "  --tls-keylog FILE  TLS key log (SSLKEYLOGFILE format) to decrypt TLS connections with;\n"
+    "                     repeatable. Secrets blocks of a pcapng file are read without it\n"
     "  -T text|json       output format; json: {\"latency\":{\"apis\":[..],\"slowest\":[..],\"connections\":[..]}}\n"
     "  --api NAME|KEY,..  only these APIs (names in any case)\n"
     "  -Y FILTER          only exchanges whose request or response matches a display filter\n"
@@ -54,12 +56,13 @@ int latency_command(std::vector<std::string> args) {
       if (used < 0) return fail(error);
       continue;
     }
-    if (a == "-r" || a == "-p" || a == "-f" || a == "--top") {
+    if (a == "-r" || a == "-p" || a == "-f" || a == "--top" || a == "--tls-keylog") {
       if (i + 1 >= args.size()) return fail(a + " needs a value");
       const std::string* v = &args[++i];
       if (a == "-r") file = *v;
       else if (a == "-p") { if (!parse_ports(*v, session.ports, error)) return fail(error); }
       else if (a == "-f") capture.bpf_filter = *v;
+      else if (a == "--tls-keylog") capture.tls_keylogs.push_back(*v);
       else {
         try {
           size_t used = 0;

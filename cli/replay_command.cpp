@@ -31,6 +31,8 @@ const char* kReplayHelp =
     "  --map ADDR:PORT=HOST:PORT  send what went to recorded broker ADDR:PORT to HOST:PORT\n"
     "                        instead (repeatable); kwire connects to no other address\n"
     "  -p PORTS              Kafka ports of the capture (default: found from the traffic)\n"
+    "  --tls-keylog FILE     TLS key log to read sessions recorded over TLS from their decrypted\n"
+    "                        content (a pcapng file's own secrets blocks are read without it)\n"
     "  --timing recorded|fast  recorded (default): keep the recorded gaps between requests;\n"
     "                        fast: each request as soon as the responses it may depend on\n"
     "                        are in, at the connection's recorded pipelining depth\n"
@@ -139,6 +141,7 @@ int replay_command(std::vector<std::string> args) {
   std::string file, report_json, junit, script_file;
   replay::ReplayOptions o;
   SessionOptions session;
+  CaptureOptions capture;
   bool have_target = false, default_ignores = true, quiet = false;
   double budget = -1;
   std::vector<replay::IgnoreRule> extra_ignores;
@@ -158,7 +161,7 @@ int replay_command(std::vector<std::string> args) {
     static const std::set<std::string> with_value = {
         "-r", "-Y", "--target", "--map", "-p", "--timing", "--speed", "--api", "--group", "--conn", "--rename-group",
         "--rename-topic", "--ignore", "--expect", "--report", "--junit", "--record-out", "--script", "--timeout", "--budget",
-        "--reconnect-timeout", "--sasl-plain"};
+        "--reconnect-timeout", "--sasl-plain", "--tls-keylog"};
     if (!with_value.count(a)) return fail("unknown option " + a + " (kwire replay --help lists them)");
     if (!(v = next())) return fail(a + " needs a value");
     if (a == "-r") file = *v;
@@ -178,6 +181,7 @@ int replay_command(std::vector<std::string> args) {
       o.map[from.str()] = to;
     }
     else if (a == "-p") { if (!parse_ports(*v, session.ports, error)) return fail(error); }
+    else if (a == "--tls-keylog") capture.tls_keylogs.push_back(*v);
     else if (a == "--timing") {
       if (*v == "recorded") o.timing = replay::ReplayOptions::Timing::Recorded;
       else if (*v == "fast") o.timing = replay::ReplayOptions::Timing::Fast;
@@ -268,7 +272,7 @@ int replay_command(std::vector<std::string> args) {
   }
 
   replay::Recording rec;
-  if (!replay::load_recording(file, ps, session, rec, error)) return fail("cannot read " + file + ": " + error);
+  if (!replay::load_recording(file, ps, session, rec, error, capture)) return fail("cannot read " + file + ": " + error);
   for (const auto& n : rec.notes) std::cerr << "kwire replay: " << file << ": " << n << "\n";
   std::set<const replay::Exchange*> selected;
   if (display_filter) {

@@ -24,6 +24,8 @@ const char* kStreamsHelp =
     "  -p PORTS           Kafka ports, comma separated (default 9092); Kafka on other\n"
     "                     ports is recognised from its requests\n"
     "  -f FILTER          BPF capture filter applied while reading\n"
+    "  --tls-keylog FILE  TLS key log (SSLKEYLOGFILE format) to decrypt TLS connections with;\n"
+    "                     repeatable. Secrets blocks of a pcapng file are read without it\n"
     "  -T text|json       report format (default text)\n"
     "  -Y FILTER          the model sees only the messages a display filter selects (README\n"
     "                     \"Display filters\"); request.PATH keeps exchanges whole, e.g.\n"
@@ -98,6 +100,7 @@ int streams_command(std::vector<std::string> args) {
       if (!parse_ports(*v, session.ports, error)) { std::cerr << "kwire streams: " << error << "\n"; return 2; }
     }
     else if (a == "-f") { auto v = next("a filter"); if (!v) return 2; capture.bpf_filter = *v; }
+    else if (a == "--tls-keylog") { auto v = next("a key log file"); if (!v) return 2; capture.tls_keylogs.push_back(*v); }
     else if (a == "-T") {
       auto v = next("text or json"); if (!v) return 2;
       if (*v == "json") json = true;

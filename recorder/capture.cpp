@@ -9,12 +9,15 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "recorder/packet.hpp"
 #include "recorder/tcp_reassembler.hpp"
+#include "tls/keylog.hpp"
+#include "tls/tls_layer.hpp"
 
 namespace kwire {
 
@@ -291,7 +294,20 @@ bool read_capture_file(const std::string& path, const CaptureOptions& opts, Stre
     filter.compiled = true;
   }
 
-  PacketPipeline pipeline(dlt, opts, sink, stats);
+  // Keys for the TLS layer: the key logs named, then the file's secrets
+  // blocks. A line that cannot be read is reported and the rest is used.
+  TlsKeyLog keys;
+  std::vector<std::string> warnings;
+  for (const std::string& log : opts.tls_keylogs) {
+    if (!keys.add_file(log, warnings, error)) return false;
+  }
+  if (opts.tls && !from_stdin && read_pcapng_secrets(path, keys, warnings, error) < 0) return false;
+  for (const std::string& w : warnings) sink.on_error(PacketMeta{}, "TLS key log", w);
+  std::optional<TlsLayer> tls;
+  if (opts.tls) tls.emplace(sink, keys);
+  StreamSink& first = opts.tls ? static_cast<StreamSink&>(*tls) : sink;
+
+  PacketPipeline pipeline(dlt, opts, first, stats);
   PacketMeta meta;
   auto packet = [&](const pcap_pkthdr* hdr, const u_char* data) {
     meta.number += 1;

@@ -50,6 +50,21 @@ struct TcpConnection {
 
 enum class StreamSide : uint8_t { FromClient, FromServer };
 
+// What the TLS layer (tls/tls_layer.hpp) found out about a connection that
+// carries TLS. Decrypted: its application data reaches the sink as the
+// connection's bytes from here on. NotDecrypted: nothing of it does (no key,
+// a cipher suite kwire does not decrypt, no handshake in the capture); `text`
+// says which and names the client random whose key is missing. Failed: a
+// record of one direction could not be decrypted or followed (a wrong key, a
+// bad record MAC, a gap); that direction stops there, `where` names the
+// record's stream offset.
+struct TlsEvent {
+  enum class Kind : uint8_t { Decrypted, NotDecrypted, Failed };
+  Kind kind = Kind::Decrypted;
+  std::string text;   // "TLS 1.3 TLS_AES_128_GCM_SHA256", "no key for client random 3f2a...", ...
+  std::string where;  // Failed: "connection 3 (a -> b), TLS record at stream offset 517"
+};
+
 class StreamSink {
  public:
   virtual ~StreamSink() = default;
@@ -65,12 +80,21 @@ class StreamSink {
   virtual void on_close(const TcpConnection& c) = 0;
   // End of capture, after the last on_close.
   virtual void on_end() {}
+  // The TLS layer's verdicts and errors for a TLS connection (before its
+  // first decrypted byte for Decrypted and NotDecrypted). Sinks fed straight
+  // from the reassembler never see one.
+  virtual void on_tls(const TcpConnection& /*c*/, const TlsEvent& /*event*/, const PacketMeta& /*meta*/) {}
   // A packet or file problem; `where` names the place ("packet 17", "file offset 123").
   virtual void on_error(const PacketMeta& meta, const std::string& where, const std::string& reason) = 0;
 };
 
 struct CaptureOptions {
   std::string bpf_filter;          // optional, applied by libpcap
+  // TLS (tls/tls_layer.hpp) between reassembly and the sink: keys from these
+  // key log files (SSLKEYLOGFILE format) and from the file's own pcapng
+  // Decryption Secrets Blocks. tls=false hands the sink the raw streams.
+  std::vector<std::string> tls_keylogs;
+  bool tls = true;
   size_t max_buffered_per_direction = 8u << 20;  // out-of-order bytes held back
 };
 

@@ -120,14 +120,14 @@ class Collector : public FrameHandler {
 }  // namespace
 
 bool load_recording(const std::string& file, const ProgramSet& ps, const SessionOptions& opts, Recording& out,
-                    std::string& error) {
+                    std::string& error, const CaptureOptions& capture) {
   Collector collector(ps, out);
   // Replay sends nested payloads as recorded: it need not look inside them.
   SessionOptions no_nested = opts;
   no_nested.nested = false;
   KafkaSessions sessions(ps, no_nested, collector);
   CaptureStats stats;
-  if (!read_capture_file(file, CaptureOptions{}, sessions, stats, error)) return false;
+  if (!read_capture_file(file, capture, sessions, stats, error)) return false;
   if (stats.file_damaged) out.notes.push_back("the capture file is damaged; sessions end where it does");
   for (auto& s : out.sessions) {
     if (s.skip.empty() && !s.sasl_mechanism.empty())

@@ -53,8 +53,10 @@ struct Recording {
 
 // Reads FILE (pcap/pcapng, "-" for stdin) with kwire's session decoder.
 // False with `error` when the file cannot be read at all.
+// TLS connections are read decrypted with the keys `capture` names (and the
+// file's own secrets blocks).
 bool load_recording(const std::string& file, const ProgramSet& ps, const SessionOptions& opts,
-                    Recording& out, std::string& error);
+                    Recording& out, std::string& error, const CaptureOptions& capture = {});
 
 // replay -Y: the exchanges a display filter selects, by their request or by
 // their recorded response (matched with its request, so request.* works).

@@ -69,7 +69,7 @@ TEST_F(DecodeCli, SummaryLinesAndStats) {
     "[malformed at offset 0: message truncated: size prefix says 60 bytes, the capture has 53 (the capture ends here)] "
     "[malformed at offset 57: ProcessId: length varint runs past the end]",
     "stats: frames=6 requests=3 responses=3 unmatched=1 malformed=1 resyncs=0 skipped_bytes=0 lost_bytes=0 "
-    "unanswered=0 not_kafka=0 sasl_tokens=0 capture_errors=0",
+    "unanswered=0 not_kafka=0 sasl_tokens=0 capture_errors=0 tls_connections=0 tls_undecrypted=0 tls_errors=0",
   };
   ASSERT_EQ(got.size(), want.size()) << r.out;
   for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(got[i], want[i]) << "line " << i + 1;
@@ -295,7 +295,8 @@ TEST(DemoCapture, RealBrokerTrafficDecodesCompletely) {
   auto got = lines(r.out);
   ASSERT_FALSE(got.empty());
   EXPECT_EQ(got.back(), "stats: frames=206 requests=103 responses=103 unmatched=0 malformed=0 resyncs=0 skipped_bytes=0 "
-                        "lost_bytes=0 unanswered=0 not_kafka=0 sasl_tokens=0 capture_errors=0");
+                        "lost_bytes=0 unanswered=0 not_kafka=0 sasl_tokens=0 capture_errors=0 tls_connections=0 "
+                        "tls_undecrypted=0 tls_errors=0");
   for (const char* row : {"88   StreamsGroupHeartbeat                    1        request   13",
                           "89   StreamsGroupDescribe                     1        response  2",
                           "93   StreamsGroupTopologyDescriptionUpdate    0        response  1",

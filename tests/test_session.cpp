@@ -297,6 +297,8 @@ TEST_F(Sessions, TwoWholeMessagesAtTheStartNeedIdsAClientWouldSend) {
   }
 }
 
+// A TLS handshake record holding a ClientHello of one byte, from both sides:
+// TLS, and the capture ends before its handshake does.
 TEST_F(Sessions, TlsOnAKafkaPortIsReportedNotDecoded) {
   {
     SyntheticCapture cap(path_);
@@ -310,7 +312,7 @@ TEST_F(Sessions, TlsOnAKafkaPortIsReportedNotDecoded) {
   auto seen = decode(opts);
   ASSERT_EQ(seen.frames.size(), 1u);
   EXPECT_TRUE(seen.frames[0].not_kafka);
-  EXPECT_EQ(seen.frames[0].summary, "Not Kafka: stream is TLS-encrypted; not decoded");
+  EXPECT_EQ(seen.frames[0].summary, "Not Kafka: stream is TLS whose handshake the capture does not finish");
 }
 
 TEST_F(Sessions, LostSegmentIsReportedAndDecodingResumesAfterIt) {

@@ -207,6 +207,35 @@ void KafkaSessions::on_data(const TcpConnection& t, StreamSide side, uint64_t of
   }
 }
 
+// A TLS connection the TLS layer decrypts is Kafka or not by its plaintext,
+// like any other; one it cannot decrypt is not Kafka, with the reason as the
+// note; a record that failed is a capture error that names it.
+void KafkaSessions::on_tls(const TcpConnection& t, const TlsEvent& e, const PacketMeta& meta) {
+  Conn& c = *conn(t);
+  switch (e.kind) {
+    case TlsEvent::Kind::Decrypted:
+      ++stats_.tls_connections;
+      return;
+    case TlsEvent::Kind::NotDecrypted:
+      ++stats_.tls_connections;
+      ++stats_.tls_undecrypted;
+      if (c.state == ConnState::NotKafka) return;
+      if (c.state == ConnState::Probing) {
+        decide(c, false, false, meta);
+      } else {
+        c.state = ConnState::NotKafka;
+        ++stats_.not_kafka;
+        --stats_.kafka_connections;
+      }
+      report(c, kRequests, 0, meta, {}, "stream is " + e.text, true);
+      return;
+    case TlsEvent::Kind::Failed:
+      ++stats_.tls_errors;
+      out_.on_capture_error(meta, e.where, e.text);
+      return;
+  }
+}
+
 // The first byte of a stream sets where its hunt begins.
 void KafkaSessions::start(Stream& s, uint64_t offset, const PacketMeta& meta) {
   if (s.seen) return;

@@ -76,6 +76,9 @@ struct SessionStats {
   uint64_t not_kafka = 0;        // connections with payload that are not Kafka (TLS, other protocols)
   uint64_t sasl_tokens = 0;      // raw SASL tokens after SaslHandshake v0 (not decoded, never printed)
   uint64_t kafka_connections = 0;
+  uint64_t tls_connections = 0;  // connections that carry TLS (seen through a TlsLayer)
+  uint64_t tls_undecrypted = 0;  // of them, those whose Kafka kwire cannot read (no key, ...)
+  uint64_t tls_errors = 0;       // TLS records that failed (a wrong key, a bad MAC, a gap)
 };
 
 class FrameHandler {
@@ -115,6 +118,7 @@ class KafkaSessions : public StreamSink {
   void on_close(const TcpConnection& c) override;
   void on_end() override;
   void on_error(const PacketMeta& meta, const std::string& where, const std::string& reason) override;
+  void on_tls(const TcpConnection& c, const TlsEvent& event, const PacketMeta& meta) override;
 
   size_t open_connections() const { return conns_.size(); }
   const SessionStats& stats() const { return stats_; }

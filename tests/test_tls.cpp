@@ -1,0 +1,136 @@
+// The key log reader and the pcapng secrets blocks. Decryption itself is
+// checked against tshark's on the real TLS captures (tests/tls/tls_oracle_test.py).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "tls/keylog.hpp"
+
+namespace kwire {
+namespace {
+
+std::vector<uint8_t> hex(std::string_view s) {
+  std::vector<uint8_t> out;
+  for (size_t i = 0; i + 1 < s.size(); i += 2) out.push_back(static_cast<uint8_t>(std::stoi(std::string(s.substr(i, 2)), nullptr, 16)));
+  return out;
+}
+
+TlsRandom random_of(std::string_view s) {
+  TlsRandom r{};
+  const auto b = hex(s);
+  std::copy(b.begin(), b.end(), r.begin());
+  return r;
+}
+
+const std::string kRandom(64, 'a');
+const std::string kOtherRandom = std::string(62, '0') + "0B";
+const std::string kMaster = std::string(94, '1') + "2f";
+const std::string kSecret32 = std::string(64, '3');
+const std::string kSecret48 = std::string(96, '4');
+
+TEST(TlsKeyLog, ReadsEveryFormAndNamesTheLinesItSkips) {
+  const std::string text =
+      "# comment\n"
+      "\n"
+      "CLIENT_RANDOM " + kRandom + " " + kMaster + "\r\n" +
+      "RSA Session-ID:0102ab Master-Key:" + kMaster + "\n" +
+      "CLIENT_HANDSHAKE_TRAFFIC_SECRET " + kOtherRandom + " " + kSecret32 + "\n" +
+      "SERVER_TRAFFIC_SECRET_0 " + kOtherRandom + " " + kSecret48 + "\n" +
+      "EXPORTER_SECRET " + kOtherRandom + " " + kSecret32 + "\n" +
+      "CLIENT_RANDOM " + kRandom.substr(2) + " " + kMaster + "\n" +   // line 8: short random
+      "CLIENT_RANDOM " + kRandom + " zz" + kMaster.substr(2) + "\n" + // line 9: not hex
+      "SOMETHING_ELSE " + kRandom + " " + kSecret32 + "\n";            // line 10: unknown label
+  TlsKeyLog keys;
+  std::vector<std::string> warnings;
+  keys.add_text(text, "keys.log", warnings);
+
+  const auto* master = keys.find(TlsSecret::MasterSecret, random_of(kRandom));
+  ASSERT_NE(master, nullptr);
+  EXPECT_EQ(*master, hex(kMaster));
+  const std::vector<uint8_t> sid = {0x01, 0x02, 0xab};
+  ASSERT_NE(keys.find_session(sid), nullptr);
+  EXPECT_EQ(*keys.find_session(sid), hex(kMaster));
+  ASSERT_NE(keys.find(TlsSecret::ClientHandshake, random_of(kOtherRandom)), nullptr);
+  EXPECT_EQ(*keys.find(TlsSecret::ClientHandshake, random_of(kOtherRandom)), hex(kSecret32));
+  ASSERT_NE(keys.find(TlsSecret::ServerTraffic0, random_of(kOtherRandom)), nullptr);
+  EXPECT_EQ(keys.find(TlsSecret::ServerTraffic0, random_of(kOtherRandom))->size(), 48u);
+  EXPECT_EQ(keys.find(TlsSecret::ServerHandshake, random_of(kOtherRandom)), nullptr);
+  EXPECT_EQ(keys.find(TlsSecret::MasterSecret, random_of(kOtherRandom)), nullptr);
+
+  ASSERT_EQ(warnings.size(), 3u);
+  EXPECT_TRUE(warnings[0].starts_with("keys.log line 8: CLIENT_RANDOM with a client random that is not 32 bytes")) << warnings[0];
+  EXPECT_TRUE(warnings[1].starts_with("keys.log line 9: CLIENT_RANDOM with a secret that is not hex")) << warnings[1];
+  EXPECT_TRUE(warnings[2].starts_with("keys.log line 10: unknown label 'SOMETHING_ELSE'")) << warnings[2];
+  for (const auto& w : warnings) {
+    EXPECT_EQ(w.find(kMaster.substr(2)), std::string::npos) << "a secret in: " << w;
+    EXPECT_EQ(w.find(kSecret32), std::string::npos) << "a secret in: " << w;
+  }
+}
+
+TEST(TlsKeyLog, AMissingFileIsAnErrorThatNamesIt) {
+  TlsKeyLog keys;
+  std::vector<std::string> warnings;
+  std::string error;
+  EXPECT_FALSE(keys.add_file("/nonexistent/keys.log", warnings, error));
+  EXPECT_TRUE(error.starts_with("cannot open TLS key log /nonexistent/keys.log: ")) << error;
+}
+
+// The secrets blocks editcap wrote into NAME-secrets.pcapng hold every line of
+// the key log the client's agent wrote (NAME.keys), read here by splitting.
+TEST(TlsKeyLog, PcapngSecretsBlocksHoldTheClientsKeyLog) {
+  const std::string dir = std::string(KWIRE_SOURCE_DIR) + "/captures/tls/";
+  int captures = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (!name.ends_with(".keys")) continue;
+    const std::string base = dir + name.substr(0, name.size() - 5);
+    TlsKeyLog keys;
+    std::vector<std::string> warnings;
+    std::string error;
+    EXPECT_GE(read_pcapng_secrets(base + "-secrets.pcapng", keys, warnings, error), 1) << base << ": " << error;
+    EXPECT_TRUE(warnings.empty()) << warnings.front();
+    std::ifstream in(dir + name);
+    std::string line;
+    int lines = 0;
+    while (std::getline(in, line)) {
+      std::istringstream w(line);
+      std::string a, b, c;
+      w >> a >> b >> c;
+      if (a == "RSA") {
+        const auto* m = keys.find_session(hex(b.substr(b.find(':') + 1)));
+        ASSERT_NE(m, nullptr) << line.substr(0, 40);
+        EXPECT_EQ(*m, hex(c.substr(c.find(':') + 1)));
+      } else {
+        const TlsSecret kind = a == "CLIENT_RANDOM"                     ? TlsSecret::MasterSecret
+                               : a == "CLIENT_HANDSHAKE_TRAFFIC_SECRET" ? TlsSecret::ClientHandshake
+                               : a == "SERVER_HANDSHAKE_TRAFFIC_SECRET" ? TlsSecret::ServerHandshake
+                               : a == "CLIENT_TRAFFIC_SECRET_0"         ? TlsSecret::ClientTraffic0
+                               : a == "SERVER_TRAFFIC_SECRET_0"         ? TlsSecret::ServerTraffic0
+                                                                        : TlsSecret::Count;
+        if (kind == TlsSecret::Count) continue;
+        const auto* s = keys.find(kind, random_of(b));
+        ASSERT_NE(s, nullptr) << line.substr(0, 40);
+        EXPECT_EQ(*s, hex(c));
+      }
+      ++lines;
+    }
+    EXPECT_GT(lines, 0) << name;
+    ++captures;
+  }
+  EXPECT_GE(captures, 3);
+}
+
+TEST(TlsKeyLog, ACaptureWithoutSecretsBlocksAddsNothing) {
+  TlsKeyLog keys;
+  std::vector<std::string> warnings;
+  std::string error;
+  EXPECT_EQ(read_pcapng_secrets(std::string(KWIRE_SOURCE_DIR) + "/captures/demo.pcapng", keys, warnings, error), 0);
+  EXPECT_TRUE(keys.empty());
+  EXPECT_EQ(read_pcapng_secrets(std::string(KWIRE_SOURCE_DIR) + "/captures/tls/none.pcapng", keys, warnings, error), -1);
+  EXPECT_TRUE(error.starts_with("cannot open ")) << error;
+}
+
+}  // namespace
+}  // namespace kwire
