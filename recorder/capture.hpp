@@ -62,7 +62,7 @@ struct TlsEvent {
   enum class Kind : uint8_t { Decrypted, NotDecrypted, Failed };
   Kind kind = Kind::Decrypted;
   std::string text;   // "TLS 1.3 TLS_AES_128_GCM_SHA256", "no key for client random 3f2a...", ...
-  std::string where;  // Failed: "connection 3 (a -> b), TLS record at stream offset 517"
+  std::string where;  // Failed: "server TLS record at stream offset 517"
 };
 
 class StreamSink {

@@ -637,10 +637,7 @@ void TlsLayer::fail(Conn& c, int side, uint64_t offset, const std::string& why, 
   d.rec = {};
   d.hs = {};
   ++stats_.errors;
-  const Endpoint& from = side == 0 ? c.tcp.client : c.tcp.server;
-  const Endpoint& to = side == 0 ? c.tcp.server : c.tcp.client;
-  std::string where = "connection " + std::to_string(c.tcp.id) + " (" + from.str() + " -> " + to.str() + "), " +
-                      c.side_name(side) + " TLS record at stream offset " + std::to_string(offset);
+  std::string where = std::string(c.side_name(side)) + " TLS record at stream offset " + std::to_string(offset);
   next_.on_tls(c.tcp, TlsEvent{TlsEvent::Kind::Failed, why + "; this direction is not decoded further", std::move(where)},
                meta);
 }

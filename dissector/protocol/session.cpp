@@ -229,10 +229,15 @@ void KafkaSessions::on_tls(const TcpConnection& t, const TlsEvent& e, const Pack
       }
       report(c, kRequests, 0, meta, {}, "stream is " + e.text, true);
       return;
-    case TlsEvent::Kind::Failed:
+    case TlsEvent::Kind::Failed: {
       ++stats_.tls_errors;
-      out_.on_capture_error(meta, e.where, e.text);
+      const bool server = e.where.starts_with("server");
+      const std::string where = "connection " + std::to_string(t.id) + " (" +
+                                (server ? t.server : t.client).str() + " -> " + (server ? t.client : t.server).str() +
+                                "), " + e.where;
+      out_.on_capture_error(meta, where, e.text);
       return;
+    }
   }
 }
 

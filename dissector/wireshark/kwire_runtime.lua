@@ -1134,7 +1134,9 @@ end
 function kwire.dissector(tvb, pinfo, tree)
   local c = connections[stream_of()]
   if not c then
-    c = new_connection(pinfo, pinfo.dst_port == 9092 or known_brokers[endpoint(pinfo.dst, pinfo.dst_port)] ~= nil)
+    -- A port of tcp.port or tls.port (decrypted TLS) is the broker's.
+    c = new_connection(pinfo, pinfo.dst_port == 9092 or pinfo.match_uint == pinfo.dst_port or
+      known_brokers[endpoint(pinfo.dst, pinfo.dst_port)] ~= nil)
   end
   pdu_index = 0
   dissect_tcp_pdus(tvb, tree, 4, pdu_length, dissect_pdu, true)
@@ -1143,7 +1145,7 @@ end
 
 -- Any port: a connection is Kafka when its first bytes are a request kwire
 -- knows, or when it talks to a broker endpoint already seen answering.
-local function heuristic(tvb, pinfo, tree)
+local function recognise(tvb, pinfo)
   if not connections[stream_of()] then
     if not kwire.prefs.heuristic then return false end
     local dst_broker = known_brokers[endpoint(pinfo.dst, pinfo.dst_port)] ~= nil
@@ -1154,10 +1156,24 @@ local function heuristic(tvb, pinfo, tree)
     end
     new_connection(pinfo, dst_broker)
   end
+  return true
+end
+
+local function heuristic(tvb, pinfo, tree)
+  if not recognise(tvb, pinfo) then return false end
   pinfo.conversation = kwire
+  kwire.dissector(tvb, pinfo, tree)
+  return true
+end
+
+-- Inside TLS (Wireshark decrypts with a key log): the TCP conversation stays TLS's.
+local function tls_heuristic(tvb, pinfo, tree)
+  if not recognise(tvb, pinfo) then return false end
   kwire.dissector(tvb, pinfo, tree)
   return true
 end
 
 DissectorTable.get("tcp.port"):add(9092, kwire)
 kwire:register_heuristic("tcp", heuristic)
+DissectorTable.get("tls.port"):add_for_decode_as(kwire)
+kwire:register_heuristic("tls", tls_heuristic)

@@ -408,7 +408,9 @@ Connection* new_connection(packet_info* pinfo, bool dst_is_server) {
   copy_address_wmem(wmem_file_scope(), &c->server_addr, dst_is_server ? &pinfo->dst : &pinfo->src);
   c->server_port = dst_is_server ? pinfo->destport : pinfo->srcport;
   conversation_add_proto_data(conv, proto_kwire, c);
-  conversation_set_dissector(conv, kwire_handle);
+  // Inside TLS the TCP conversation stays TLS's: its dissector decrypts and
+  // hands kwire the application data.
+  if (!proto_is_frame_protocol(pinfo->layers, "tls")) conversation_set_dissector(conv, kwire_handle);
   return c;
 }
 
@@ -645,8 +647,12 @@ int dissect_connection(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, Conn
 int dissect_kwire(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void*) {
   Connection* c = connection_of(pinfo);
   if (!c) {
-    dissector_handle_t port_handle = dissector_get_uint_handle(find_dissector_table("tcp.port"), pinfo->destport);
-    bool dst_is_server = port_handle == kwire_handle || is_known_broker(&pinfo->dst, pinfo->destport);
+    // Called for a port of tcp.port, or of tls.port with the decrypted
+    // application data (Wireshark's TLS dissector, given a key log).
+    auto ours = [&](const char* table) {
+      return dissector_get_uint_handle(find_dissector_table(table), pinfo->destport) == kwire_handle;
+    };
+    bool dst_is_server = ours("tcp.port") || ours("tls.port") || is_known_broker(&pinfo->dst, pinfo->destport);
     c = new_connection(pinfo, dst_is_server);
   }
   return dissect_connection(tvb, pinfo, tree, c);
@@ -826,6 +832,13 @@ void register_protocol() {
 void register_handoff() {
   dissector_add_uint_range_with_preference("tcp.port", "9092", kwire_handle);
   heur_dissector_add("tcp", dissect_kwire_heur, "Apache Kafka over TCP (kwire)", "kwire_tcp", proto_kwire,
+                     HEURISTIC_ENABLE);
+  // Kafka inside TLS: Wireshark's TLS dissector decrypts (tls.keylog_file, or
+  // the capture's secrets blocks) and hands the application data to the
+  // dissector of the TLS port (preference kwire.tls.port, or -d
+  // tls.port==P,kwire), else to the heuristics, where kwire finds it as on TCP.
+  dissector_add_uint_range_with_preference("tls.port", "", kwire_handle);
+  heur_dissector_add("tls", dissect_kwire_heur, "Apache Kafka over TLS (kwire)", "kwire_tls", proto_kwire,
                      HEURISTIC_ENABLE);
   apply_preferences();
 }

@@ -3,7 +3,7 @@
 
   kwire_ws_test.py TEST --source DIR --kwire BIN --plugin SO [--lua LUA]
 
-TEST is one of: fields, captures, filters, malformed, coexist, lua.
+TEST is one of: fields, captures, tls, filters, malformed, coexist, lua, overlay.
 """
 import argparse
 import glob
@@ -55,9 +55,9 @@ def self_check(kw, pdus):
             return
 
 
-def compare_capture(ts, capture, cmp, label):
-    kw = decode_json(capture)
-    pdus = ws_tree.pdus(ts.json(capture))
+def compare_capture(ts, capture, cmp, label, kwire_extra=(), tshark_extra=()):
+    kw = decode_json(capture, kwire_extra)
+    pdus = ws_tree.pdus(ts.json(capture, tshark_extra))
     name = os.path.basename(capture)
     need(len(kw) > 0, f"{name}: kwire decode found no Kafka messages")
     if len(kw) != len(pdus):
@@ -84,6 +84,41 @@ def captures_test(label="plugin", **kw):
             n = sum(compare_capture(ts, c, cmp, label) for c in caps)
             print(f"wireshark {label}: captures={len(caps)} messages={n} fields={cmp.fields} "
                   f"nested-payloads={cmp.nested_payloads} mismatches={len(cmp.mismatches)}")
+            if cmp.mismatches:
+                raise Failure("\n".join(cmp.mismatches[:40]))
+        finally:
+            ts.cleanup()
+    return test
+
+
+def tls_test(label="plugin", **kw):
+    """Kafka inside TLS: the real TLS captures (captures/tls/) with their key
+    logs, decrypted by Wireshark's own TLS dissector and handed to kwire on the
+    TLS port of the preference kwire.tls.port, through the heuristic on TLS
+    with no port given, and from the capture's secrets blocks with no option:
+    field for field what `kwire decode --tls-keylog` decodes."""
+    def test():
+        import subprocess
+        ts = Tshark(**kw)
+        try:
+            capdir = os.path.join(args.source, "captures", "tls")
+            names = sorted(f[:-5] for f in os.listdir(capdir) if f.endswith(".keys"))
+            need(len(names) >= 3, f"captures/tls holds {len(names)} captures with key logs")
+            cmp = Comparison()
+            n = 0
+            for name in names:
+                cap, keys = os.path.join(capdir, name + ".pcapng"), os.path.join(capdir, name + ".keys")
+                ports = sorted({int(p) for p in subprocess.run(
+                    ["tshark", "-n", "-r", cap, "-Y", "tls.handshake.type == 1", "-T", "fields", "-e", "tcp.dstport"],
+                    capture_output=True, text=True).stdout.split()})
+                keylog = ["-o", f"tls.keylog_file:{ts.file(keys)}"]
+                port = ["-o", "kwire.tls.port:" + ",".join(map(str, ports))]
+                n += compare_capture(ts, cap, cmp, label + " on the TLS port", ["--tls-keylog", keys], keylog + port)
+                compare_capture(ts, cap, cmp, label + " by its TLS heuristic", ["--tls-keylog", keys], keylog)
+                compare_capture(ts, os.path.join(capdir, name + "-secrets.pcapng"), cmp, label + " with secrets blocks",
+                                (), port)
+            print(f"wireshark {label} over TLS: captures={len(names)} messages={n} fields={cmp.fields} "
+                  f"mismatches={len(cmp.mismatches)}")
             if cmp.mismatches:
                 raise Failure("\n".join(cmp.mismatches[:40]))
         finally:
@@ -764,6 +799,7 @@ if __name__ == "__main__":
     args = ap.parse_args()
     tests = {
         "captures": [lambda: captures_test(plugin=args.plugin)()],
+        "tls": [lambda: tls_test(plugin=args.plugin)()],
         "fields": [lambda: fields_test(plugin=args.plugin)()],
         "filters": [lambda: filters_test(plugin=args.plugin)()],
         "malformed": [lambda: malformed_test(plugin=args.plugin)()],
