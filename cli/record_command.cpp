@@ -8,6 +8,8 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <set>
+#include <unordered_map>
 
 #include "cli/commands.hpp"
 #include "cli/frame_printer.hpp"
@@ -20,6 +22,8 @@
 #include "recorder/pcapng_writer.hpp"
 #include "recorder/redactor.hpp"
 #include "recorder/tcp_reassembler.hpp"
+#include "tls/keylog.hpp"
+#include "tls/tls_layer.hpp"
 
 namespace kwire::cli {
 
@@ -34,7 +38,15 @@ const char* kRecordHelp =
     "                     filter is \"tcp port P1 or tcp port P2 ...\"\n"
     "  -f FILTER          BPF capture filter (replaces the default)\n"
     "  --auto             capture all TCP and keep only the connections recognised as Kafka,\n"
-    "                     whatever their port; a new connection's packets wait for its verdict\n"
+    "                     whatever their port; a new connection's packets wait for its verdict.\n"
+    "                     A TLS connection is kept when its server port is in -p, when the key\n"
+    "                     log decrypts it to Kafka, or when its server is known to serve Kafka;\n"
+    "                     the final report names every other one (tls_not_kept)\n"
+    "  --tls-keylog FILE  TLS key log (SSLKEYLOGFILE format) that clients are writing: followed\n"
+    "                     as it grows, used to recognise Kafka inside TLS, and written into the\n"
+    "                     pcapng as Decryption Secrets Blocks (not with --redact-sasl), so the\n"
+    "                     file opens decrypted in Wireshark and kwire; with --auto before the\n"
+    "                     packets they decrypt\n"
     "  -s SNAPLEN         bytes kept per packet (default 262144)\n"
     "  -B MiB             kernel capture buffer size (default 32; with --immediate-mode 64,\n"
     "                     256 on -i any, whose packets each take a snaplen-sized slot)\n"
@@ -112,7 +124,41 @@ struct RecordOptions {
   uint64_t rotate_mb = 0, rotate_s = 0;
   uint32_t ring = 0;
   bool annotate = false, decode = false, quiet = false, list = false, redact = false;
+  std::string tls_keylog;
   OutputOptions out{.packet_numbers = false};
+};
+
+// A key log that clients append to: the whole lines added since the last look.
+class KeyLogFollower {
+ public:
+  explicit KeyLogFollower(std::string path) : path_(std::move(path)) {}
+  // New complete lines, or empty. A file that does not exist (yet) is no error.
+  std::string poll() {
+    std::FILE* f = std::fopen(path_.c_str(), "rb");
+    if (!f) return {};
+    if (std::fseek(f, 0, SEEK_END) != 0) { std::fclose(f); return {}; }
+    const long size = std::ftell(f);
+    if (size < static_cast<long>(offset_)) offset_ = 0, partial_.clear();  // truncated: read it again
+    std::string added;
+    if (size > static_cast<long>(offset_) && std::fseek(f, static_cast<long>(offset_), SEEK_SET) == 0) {
+      added.resize(static_cast<size_t>(size) - offset_);
+      added.resize(std::fread(added.data(), 1, added.size(), f));
+      offset_ += added.size();
+    }
+    std::fclose(f);
+    partial_ += added;
+    const size_t nl = partial_.rfind('\n');
+    if (nl == std::string::npos) return {};
+    std::string lines = partial_.substr(0, nl + 1);
+    partial_.erase(0, nl + 1);
+    return lines;
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  size_t offset_ = 0;
+  std::string partial_;
 };
 
 // Immediate mode gives each packet a fixed slot in the kernel ring (libpcap's
@@ -199,6 +245,7 @@ int parse(std::vector<std::string>& args, const ProgramSet& ps, RecordOptions& o
     }
     else if (a == "--annotate") o.annotate = true;
     else if (a == "--redact-sasl") o.redact = true;
+    else if (a == "--tls-keylog") { auto v = value("a key log file"); if (!v) return 2; o.tls_keylog = *v; }
     else if (a == "--decode") o.decode = true;
     else if (a == "-q") o.quiet = true;
     else if (a == "-D") o.list = true;
@@ -237,6 +284,14 @@ class Recording : public FrameHandler {
 
   void on_frame(const FrameContext& ctx, const Frame& f) override {
     if (!ctx.not_kafka) ++messages_;
+    if (ctx.not_kafka && ctx.conn && ctx.conn->id == dropped_ && ctx.note.starts_with("stream is TLS")) {
+      // --auto drops it: say so, with the reason and the way to keep it.
+      ++tls_not_kept_;
+      if (tls_not_kept_notes_.size() < 20)
+        tls_not_kept_notes_.push_back(ctx.conn->client.str() + " -> " + ctx.conn->server.str() + ": " +
+                                      ctx.note.substr(10) + "; -p " + std::to_string(ctx.conn->server.port) +
+                                      " keeps it");
+    }
     if (redactor_) redact(ctx, f);
     if (printer_) printer_->on_frame(ctx, f);
     if (o_.annotate && ctx.packet.number == current_) {
@@ -257,12 +312,32 @@ class Recording : public FrameHandler {
   }
   void on_verdict(const TcpConnection& c, bool kafka, const Endpoint&) override {
     if (redactor_ && kafka) redactor_->kafka(c.client, c.server);
-    if (gate_) gate_->verdict(c.client, c.server, kafka, now_);
+    if (gate_ && !kafka) dropped_ = c.id;
+    verdicts_[c.id] = kafka;
+    if (gate_ && !tls_held_.count(c.id)) gate_->verdict(c.client, c.server, kafka, now_);
+  }
+  // A TLS connection whose keys the followed key log does not hold yet: its
+  // packets wait in the gate until they do, so that the secrets block goes
+  // into the file first (Wireshark needs the keys when it reads the hellos).
+  void on_tls(const TcpConnection& c, const TlsEvent& e) override {
+    if (!gate_) return;
+    if (e.kind == TlsEvent::Kind::Pending) {
+      tls_held_.insert(c.id);
+      gate_->hold(c.client, c.server, now_);
+    } else if (e.kind != TlsEvent::Kind::Decrypted && tls_held_.erase(c.id)) {
+      auto v = verdicts_.find(c.id);
+      if (v != verdicts_.end()) gate_->verdict(c.client, c.server, v->second, now_);
+    }
   }
   void on_connection_start(const TcpConnection& c) override {
     if (gate_) gate_->started(c.client, c.server, now_);
   }
   void on_connection_end(const TcpConnection& c) override {
+    if (tls_held_.erase(c.id)) {  // never keyed: the verdict it had, if any, stands
+      auto v = verdicts_.find(c.id);
+      if (gate_ && v != verdicts_.end()) gate_->verdict(c.client, c.server, v->second, now_);
+    }
+    verdicts_.erase(c.id);
     if (printer_) printer_->on_connection_end(c);
     if (redactor_) redactor_->ended(c.client, c.server);
     if (gate_) gate_->ended(c.client, c.server, now_);
@@ -281,12 +356,21 @@ class Recording : public FrameHandler {
     if (printer_) printer_->finish(s);
   }
   uint64_t messages() const { return messages_; }
+  uint64_t tls_not_kept() const { return tls_not_kept_; }
+  const std::vector<std::string>& tls_not_kept_notes() const { return tls_not_kept_notes_; }
 
  private:
   // What the message's bytes tell the redactor: where messages end, which
   // bytes are SASL secrets, and that a TLS stream is not Kafka after all.
   void redact(const FrameContext& ctx, const Frame& f) {
     const uint64_t off = ctx.stream_offset, end = off + f.message.size();
+    if (ctx.tls) {
+      // Decrypted TLS: the offsets are the plaintext's, the packets hold
+      // ciphertext, and the secrets in it stay encrypted (no key log is
+      // embedded with --redact-sasl).
+      redactor_->plain(ctx.src, ctx.dst);
+      return;
+    }
     if (ctx.not_kafka && ctx.note.starts_with("SASL token")) {
       redactor_->secret(ctx.src, ctx.dst, std::min(off + 4, end), end);
     } else if (ctx.not_kafka) {
@@ -312,6 +396,11 @@ class Recording : public FrameHandler {
   uint64_t current_ = 0;
   int64_t now_ = 0;
   uint64_t messages_ = 0;
+  uint32_t dropped_ = 0;  // the connection --auto just gave a not-Kafka verdict
+  std::unordered_map<uint32_t, bool> verdicts_;  // by connection id, while it is open
+  std::set<uint32_t> tls_held_;                  // TLS connections waiting for their keys
+  uint64_t tls_not_kept_ = 0;
+  std::vector<std::string> tls_not_kept_notes_;
 };
 
 class Recorder {
@@ -326,6 +415,7 @@ class Recorder {
   void keep(const Endpoint& src, const Endpoint& dst, bool tcp, int64_t ts_ns, std::span<const uint8_t> data,
             uint32_t wire_len, uint64_t number);
   void housekeeping(bool force);
+  void follow_keylog();
   void status_line(bool last);
   int finish(int status);
 
@@ -337,6 +427,9 @@ class Recorder {
   std::unique_ptr<Redactor> redactor_;
   std::unique_ptr<Recording> rec_;
   std::unique_ptr<KafkaSessions> sessions_;
+  TlsKeyLog keys_;
+  std::optional<KeyLogFollower> keylog_;
+  std::unique_ptr<TlsLayer> tls_;
   std::unique_ptr<PacketPipeline> pipeline_;
   CaptureStats cstats_;
   uint32_t iface_ = 0;
@@ -406,9 +499,45 @@ bool Recorder::open(int& status) {
   so.ports = o_.ports;
   so.wait_for_broker = false;
   sessions_ = std::make_unique<KafkaSessions>(ps_, so, *rec_);
-  pipeline_ = std::make_unique<PacketPipeline>(src_->link_type(), CaptureOptions{}, *sessions_, cstats_);
+  tls_ = std::make_unique<TlsLayer>(*sessions_, keys_);
+  if (!o_.input.empty() && o_.input != "-") {
+    // The input's own secrets blocks decrypt, and go into the output too.
+    std::vector<std::string> warnings, texts;
+    read_pcapng_secrets(o_.input, keys_, warnings, error, &texts);
+    for (const auto& w : warnings) std::cerr << "kwire record: " << w << "\n";
+    for (const auto& t : texts) {
+      if (!o_.redact && !writer_->write_tls_secrets(t, error)) {
+        std::cerr << "kwire record: " << error << "\n";
+        status = 1;
+        return false;
+      }
+    }
+  }
+  if (!o_.tls_keylog.empty()) {
+    keylog_.emplace(o_.tls_keylog);
+    // Clients write a key log line as they derive the secret, about when the
+    // recorder sees the ServerHello: a connection waits a little for it.
+    if (src_->live()) tls_->hold_for_keys(1u << 20);
+    follow_keylog();
+  }
+  pipeline_ = std::make_unique<PacketPipeline>(src_->link_type(), CaptureOptions{}, *tls_, cstats_);
   status_ = !o_.quiet && isatty(2) && src_->live();
   return true;
+}
+
+// New lines of the key log: keys for the TLS layer (and the connections that
+// wait for them), and a secrets block in the file before their packets.
+void Recorder::follow_keylog() {
+  if (!keylog_) return;
+  const std::string lines = keylog_->poll();
+  if (lines.empty()) return;
+  std::vector<std::string> warnings;
+  keys_.add_text(lines, keylog_->path(), warnings);
+  for (const auto& w : warnings) std::cerr << "\rkwire record: " << w << "\n";
+  if (!o_.redact && write_error_.empty() && !writer_->write_tls_secrets(lines, write_error_)) stop_ = true;
+  PacketMeta meta;
+  meta.number = captured_;
+  tls_->keys_added(meta);
 }
 
 void Recorder::write(int64_t ts_ns, std::span<const uint8_t> data, uint32_t wire_len, uint64_t number) {
@@ -503,6 +632,7 @@ int Recorder::run() {
       status = 1;
       break;
     }
+    follow_keylog();
     housekeeping(false);
   }
   // Stopping: what libpcap still holds goes into the file too.
@@ -514,6 +644,7 @@ int Recorder::run() {
 }
 
 int Recorder::finish(int status) {
+  follow_keylog();
   pipeline_->finish();
   if (redactor_) redactor_->finish();
   if (gate_) gate_->finish();
@@ -533,18 +664,24 @@ int Recorder::finish(int status) {
     status = 1;
   }
   const uint64_t evicted = gate_ ? gate_->stats().evicted_flows : 0;
-  char line[400];
+  char line[512];
   snprintf(line, sizeof line,
            "kwire record: received=%llu captured=%llu kernel_dropped=%llu if_dropped=%llu written=%llu kafka_messages=%llu "
-           "connections=%llu kafka_connections=%llu evicted=%llu files=%zu\n",
+           "connections=%llu kafka_connections=%llu evicted=%llu files=%zu tls_connections=%llu tls_not_kept=%llu\n",
            static_cast<unsigned long long>(src_->live() ? s.received : captured_),
            static_cast<unsigned long long>(captured_),
            static_cast<unsigned long long>(s.kernel_dropped), static_cast<unsigned long long>(s.if_dropped),
            static_cast<unsigned long long>(writer_->packets_written()), static_cast<unsigned long long>(rec_->messages()),
            static_cast<unsigned long long>(cstats_.connections),
            static_cast<unsigned long long>(sessions_->stats().kafka_connections),
-           static_cast<unsigned long long>(evicted), writer_->files().size());
+           static_cast<unsigned long long>(evicted), writer_->files().size(),
+           static_cast<unsigned long long>(sessions_->stats().tls_connections),
+           static_cast<unsigned long long>(rec_->tls_not_kept()));
   std::cerr << line;
+  for (const auto& n : rec_->tls_not_kept_notes()) std::cerr << "kwire record: TLS connection not kept: " << n << "\n";
+  if (rec_->tls_not_kept() > rec_->tls_not_kept_notes().size())
+    std::cerr << "kwire record: ... and " << rec_->tls_not_kept() - rec_->tls_not_kept_notes().size()
+              << " more TLS connections not kept\n";
   if (gate_ && gate_->stats().evicted_flows) {
     std::cerr << "kwire record: " << gate_->stats().evicted_packets << " packets of " << evicted
               << " connections were not written: no verdict on Kafka before they went idle or hit the hold limit\n";

@@ -58,8 +58,13 @@ enum class StreamSide : uint8_t { FromClient, FromServer };
 // record of one direction could not be decrypted or followed (a wrong key, a
 // bad record MAC, a gap); that direction stops there, `where` names the
 // record's stream offset.
+//
+// With TlsLayer::hold_for_keys (a key log still being written) two more:
+// Pending when a ClientHello starts a TLS connection, Keyed when every key it
+// needs is in the log (TLS 1.3: both sides past Finished), so that a recorder
+// can hold its packets until the secrets that open them are written first.
 struct TlsEvent {
-  enum class Kind : uint8_t { Decrypted, NotDecrypted, Failed };
+  enum class Kind : uint8_t { Decrypted, NotDecrypted, Failed, Pending, Keyed };
   Kind kind = Kind::Decrypted;
   std::string text;   // "TLS 1.3 TLS_AES_128_GCM_SHA256", "no key for client random 3f2a...", ...
   std::string where;  // Failed: "server TLS record at stream offset 517"

@@ -42,6 +42,14 @@ void FlowGate::verdict(const Endpoint& a, const Endpoint& b, bool kafka, int64_t
   }
 }
 
+void FlowGate::hold(const Endpoint& a, const Endpoint& b, int64_t now_ns) {
+  Flow& f = flows_[key(a, b)];
+  if (f.state == State::Kafka) --stats_.kafka_flows;
+  if (f.state == State::Other) --stats_.other_flows;
+  f.state = State::Undecided;
+  f.last_ns = now_ns;
+}
+
 void FlowGate::started(const Endpoint& a, const Endpoint& b, int64_t now_ns) {
   Flow& f = flows_[key(a, b)];
   if (f.state == State::Undecided) return;

@@ -47,6 +47,10 @@ class FlowGate {
 
   // A verdict from the sessions, for the connection between `a` and `b`.
   void verdict(const Endpoint& a, const Endpoint& b, bool kafka, int64_t now_ns);
+  // Holds the connection's packets again (a verdict given earlier is
+  // suspended) until the next verdict: a TLS connection whose secrets are
+  // not in the file yet.
+  void hold(const Endpoint& a, const Endpoint& b, int64_t now_ns);
   // A new connection between a and b: a verdict about an earlier one on the
   // same 4-tuple no longer applies.
   void started(const Endpoint& a, const Endpoint& b, int64_t now_ns);

@@ -18,6 +18,8 @@ constexpr uint32_t kSectionHeader = 0x0A0D0D0A;
 constexpr uint32_t kInterfaceDescription = 1;
 constexpr uint32_t kInterfaceStatistics = 5;
 constexpr uint32_t kEnhancedPacket = 6;
+constexpr uint32_t kDecryptionSecrets = 0x0000000A;
+constexpr uint32_t kTlsKeyLog = 0x544c534b;  // secrets type "TLSK"
 constexpr uint32_t kByteOrderMagic = 0x1A2B3C4D;
 constexpr uint16_t kOptEnd = 0, kOptComment = 1;
 constexpr uint16_t kShbHardware = 2, kShbOs = 3, kShbUserAppl = 4;
@@ -215,6 +217,10 @@ bool PcapngWriter::open_file(int64_t start_ns, std::string& error) {
     if (!ensure_space(idb.size(), error)) return false;
     append(idb);
   }
+  for (const auto& dsb : dsbs_) {
+    if (!ensure_space(dsb.size(), error)) return false;
+    append(dsb);
+  }
   return true;
 }
 
@@ -264,6 +270,24 @@ uint32_t PcapngWriter::add_interface(const PcapngInterface& iface) {
     append(idbs_.back());
   }
   return static_cast<uint32_t>(idbs_.size() - 1);
+}
+
+bool PcapngWriter::write_tls_secrets(std::string_view keylog, std::string& error) {
+  if (failed(error)) return false;
+  if (keylog.empty()) return true;
+  const size_t len = 12 + 8 + pad4(keylog.size());
+  std::vector<uint8_t> block(len);
+  uint8_t* p = block.data();
+  p = put32(p, kDecryptionSecrets);
+  p = put32(p, static_cast<uint32_t>(len));
+  p = put32(p, kTlsKeyLog);
+  p = put32(p, static_cast<uint32_t>(keylog.size()));
+  p = put_padded(p, reinterpret_cast<const uint8_t*>(keylog.data()), keylog.size());
+  put32(p, static_cast<uint32_t>(len));
+  dsbs_.push_back(std::move(block));
+  if (!ensure_space(len, error)) return false;
+  append(dsbs_.back());
+  return true;
 }
 
 bool PcapngWriter::write_packet(uint32_t iface, int64_t ts_ns, std::span<const uint8_t> data, uint32_t orig_len,

@@ -75,6 +75,10 @@ class PcapngWriter {
   // an unknown interface or a negative timestamp.
   bool write_packet(uint32_t iface, int64_t ts_ns, std::span<const uint8_t> data, uint32_t orig_len,
                     std::string_view comment, std::string& error);
+  // A Decryption Secrets Block holding TLS key log lines (SSLKEYLOGFILE
+  // format), before the packets they decrypt; every later file repeats all
+  // secrets blocks after its interfaces, so each file opens decrypted on its own.
+  bool write_tls_secrets(std::string_view keylog, std::string& error);
   // For the caller's idle ticks: rotates when -G is due at time now_ns.
   bool tick(int64_t now_ns, std::string& error);
   // Pushes buffered blocks to the OS.
@@ -114,6 +118,7 @@ class PcapngWriter {
   PcapngWriterOptions opts_;
   std::vector<uint8_t> shb_;                 // this section's header, built once
   std::vector<std::vector<uint8_t>> idbs_;   // every interface block, built once, repeated per file
+  std::vector<std::vector<uint8_t>> dsbs_;   // every secrets block, repeated per file after the interfaces
   std::vector<uint32_t> snaplens_;
   std::vector<uint8_t> buf_;                 // whole blocks not yet given to the OS
   size_t used_ = 0;

@@ -1,11 +1,13 @@
 // The key log reader and the pcapng secrets blocks. Decryption itself is
 // checked against tshark's on the real TLS captures (tests/tls/tls_oracle_test.py).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "recorder/pcapng_writer.hpp"
 #include "tls/keylog.hpp"
 
 namespace kwire {
@@ -130,6 +132,36 @@ TEST(TlsKeyLog, ACaptureWithoutSecretsBlocksAddsNothing) {
   EXPECT_TRUE(keys.empty());
   EXPECT_EQ(read_pcapng_secrets(std::string(KWIRE_SOURCE_DIR) + "/captures/tls/none.pcapng", keys, warnings, error), -1);
   EXPECT_TRUE(error.starts_with("cannot open ")) << error;
+}
+
+// The secrets blocks kwire record writes: read back by the reader that the
+// test above holds to editcap's blocks, in every file of a rotation.
+TEST(TlsKeyLog, SecretsBlocksTheWriterWritesAreReadBackInEveryFile) {
+  const std::string dir = ::testing::TempDir() + "kwire-dsb-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  PcapngWriterOptions o;
+  o.path = dir + "/out.pcapng";
+  o.rotate_bytes = 2000;
+  o.start_ns = 1'796'038'200'000'000'000;
+  std::string error;
+  auto w = PcapngWriter::open(o, error);
+  ASSERT_TRUE(w) << error;
+  const uint32_t lo = w->add_interface({.linktype = 1, .name = "lo"});
+  const std::string line = "CLIENT_RANDOM " + kRandom + " " + kMaster + "\n";
+  ASSERT_TRUE(w->write_tls_secrets(line, error)) << error;
+  const std::vector<uint8_t> packet(600, 0x42);
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE(w->write_packet(lo, o.start_ns + i, packet, 600, "", error)) << error;
+  ASSERT_TRUE(w->close({}, error)) << error;
+  ASSERT_GE(w->files().size(), 2u);
+  for (const auto& f : w->files()) {
+    TlsKeyLog keys;
+    std::vector<std::string> warnings, texts;
+    EXPECT_EQ(read_pcapng_secrets(f, keys, warnings, error, &texts), 1) << f;
+    ASSERT_EQ(texts.size(), 1u) << f;
+    EXPECT_EQ(texts[0], line);
+    ASSERT_NE(keys.find(TlsSecret::MasterSecret, random_of(kRandom)), nullptr) << f;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

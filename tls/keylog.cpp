@@ -148,7 +148,7 @@ const std::vector<uint8_t>* TlsKeyLog::find_session(std::span<const uint8_t> ses
 // pcapng: blocks of (type, total length, body, total length); the Section
 // Header Block's byte-order magic says the file's endianness.
 int read_pcapng_secrets(const std::string& path, TlsKeyLog& keys, std::vector<std::string>& warnings,
-                        std::string& error) {
+                        std::string& error, std::vector<std::string>* texts) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) {
     error = "cannot open " + path + ": " + std::strerror(errno);
@@ -190,8 +190,9 @@ int read_pcapng_secrets(const std::string& path, TlsKeyLog& keys, std::vector<st
       const uint32_t stype = u32(body.data()), slen = u32(body.data() + 4);
       ++blocks;
       if (stype == kTlsKeyLog && slen <= body.size() - 12) {
-        keys.add_text(std::string_view(reinterpret_cast<const char*>(body.data() + 8), slen),
-                      path + " decryption secrets block at file offset " + std::to_string(offset), warnings);
+        const std::string_view text(reinterpret_cast<const char*>(body.data() + 8), slen);
+        keys.add_text(text, path + " decryption secrets block at file offset " + std::to_string(offset), warnings);
+        if (texts) texts->emplace_back(text);
       }
     } else if (std::fseek(f, static_cast<long>(total) - 8, SEEK_CUR) != 0) {
       break;

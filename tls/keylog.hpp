@@ -60,8 +60,9 @@ class TlsKeyLog {
 // file (as `editcap --inject-secrets tls,FILE` writes them) into `keys`.
 // A pcap file, or a pcapng file with none, adds nothing. Returns the number
 // of blocks read; -1 and `error` when the file cannot be read.
+// `texts`, when given, receives each block's key log text.
 int read_pcapng_secrets(const std::string& path, TlsKeyLog& keys, std::vector<std::string>& warnings,
-                        std::string& error);
+                        std::string& error, std::vector<std::string>* texts = nullptr);
 
 // "3f2a...9c" for messages: a client random is no secret, it is how a user
 // finds the key log line that is missing.

@@ -87,6 +87,8 @@ const EVP_CIPHER* evp_cipher(Aead a) {
 const char* digest_name(const Suite& s) { return s.sha384 ? "SHA384" : "SHA256"; }
 size_t hash_length(const Suite& s) { return s.sha384 ? 48 : 32; }
 
+TlsSecret traffic_secret(int side) { return side == 0 ? TlsSecret::ClientTraffic0 : TlsSecret::ServerTraffic0; }
+
 // RFC 8446 section 7.1: HKDF-Expand-Label(secret, label, "", length).
 bool expand_label(const Suite& s, std::span<const uint8_t> secret, std::string_view label, size_t length,
                   uint8_t* out) {
@@ -268,7 +270,11 @@ struct TlsLayer::Conn {
     bool encrypted = false;          // records of this direction are protected
     bool change_keys = false;        // TLS 1.3: the record just read ended a Finished or a KeyUpdate
     bool stopped = false;
+    std::vector<uint8_t> held;       // waiting for a key: the bytes after the record that needs it
+    bool switch_waits = false;       // TLS 1.3: its Finished is read, its traffic secret not logged yet
+    uint64_t switch_at = 0;          // stream offset of the record after that Finished
   } dir[2];
+  bool waiting = false;              // hello read, key not (yet) in the log (TlsLayer::hold_for_keys)
   bool have_client_hello = false;
   bool decided = false;
   TlsRandom client_random{};
@@ -333,6 +339,7 @@ void TlsLayer::classify(Conn& c, int side, uint64_t offset, std::span<const uint
   if (client_hello) {
     c.mode = Conn::Mode::Tls;
     ++stats_.connections;
+    if (hold_ > 0) next_.on_tls(c.tcp, TlsEvent{TlsEvent::Kind::Pending, "TLS, waiting for its keys", {}}, meta);
     std::vector<uint8_t> first = std::move(d.early);
     d.early.clear();
     d.rec_offset = d.early_offset;
@@ -362,7 +369,15 @@ void TlsLayer::pass_through(Conn& c, const PacketMeta& meta, int first) {
 
 void TlsLayer::records(Conn& c, int side, std::span<const uint8_t> b, const PacketMeta& meta) {
   Conn::Dir& d = c.dir[side];
+  if (c.waiting) {
+    hold(c, side, b, meta);
+    return;
+  }
   while (!b.empty() && !d.stopped && c.mode == Conn::Mode::Tls) {
+    if (c.waiting) {  // the record just read was the ServerHello, and the key is not there yet
+      hold(c, side, b, meta);
+      return;
+    }
     if (d.rec.empty() && b.size() >= 5) {
       if (!looks_like_tls_record(b)) {
         fail(c, side, d.rec_offset, not_a_header(b), meta);
@@ -452,33 +467,49 @@ bool TlsLayer::record(Conn& c, int side, std::span<const uint8_t> rec, uint64_t 
   }
   if (d.change_keys && !d.stopped) {
     d.change_keys = false;
-    // RFC 8446 7.1/7.2: after Finished the first application traffic secret
-    // from the key log; after a KeyUpdate the next one, derived.
-    std::vector<uint8_t> next(hash_length(*c.suite));
-    if (d.epoch == 1) {
-      const auto* s = keys_.find(side == 0 ? TlsSecret::ClientTraffic0 : TlsSecret::ServerTraffic0, c.client_random);
-      if (!s) {
-        fail(c, side, at + rec.size(),
-             std::string("the key log has no ") + (side == 0 ? "CLIENT_TRAFFIC_SECRET_0" : "SERVER_TRAFFIC_SECRET_0") +
-                 " for client random " + hex_string(c.client_random),
-             meta);
-        return false;
-      }
-      next = *s;
-    } else if (!expand_label(*c.suite, d.secret, "traffic upd", next.size(), next.data())) {
-      fail(c, side, at + rec.size(), "cannot derive the key update's secret (libcrypto)", meta);
-      return false;
+    d.switch_at = at + rec.size();
+    if (d.epoch == 1 && !keys_.find(traffic_secret(side), c.client_random) && hold_ > 0) {
+      d.switch_waits = true;  // the client has not logged it yet
+      c.waiting = true;
+      ++waiting_;
+      return true;
     }
-    d.secret = std::move(next);
-    ++d.epoch;
-    uint8_t key[32], iv[12];
-    const size_t klen = key_length(c.suite->aead);
-    if (!expand_label(*c.suite, d.secret, "key", klen, key) || !expand_label(*c.suite, d.secret, "iv", 12, iv) ||
-        !d.protection.set(c.suite->aead, true, {key, klen}, {iv, 12})) {
-      fail(c, side, at + rec.size(), "cannot set up the traffic keys (libcrypto)", meta);
-      return false;
-    }
+    return switch_keys(c, side, meta);
   }
+  return true;
+}
+
+// RFC 8446 7.1/7.2: after Finished the first application traffic secret from
+// the key log; after a KeyUpdate the next one, derived from the current.
+bool TlsLayer::switch_keys(Conn& c, int side, const PacketMeta& meta) {
+  Conn::Dir& d = c.dir[side];
+  d.switch_waits = false;
+  std::vector<uint8_t> next(hash_length(*c.suite));
+  if (d.epoch == 1) {
+    const auto* s = keys_.find(traffic_secret(side), c.client_random);
+    if (!s) {
+      fail(c, side, d.switch_at,
+           std::string("the key log has no ") + (side == 0 ? "CLIENT_TRAFFIC_SECRET_0" : "SERVER_TRAFFIC_SECRET_0") +
+               " for client random " + hex_string(c.client_random),
+           meta);
+      return false;
+    }
+    next = *s;
+  } else if (!expand_label(*c.suite, d.secret, "traffic upd", next.size(), next.data())) {
+    fail(c, side, d.switch_at, "cannot derive the key update's secret (libcrypto)", meta);
+    return false;
+  }
+  d.secret = std::move(next);
+  ++d.epoch;
+  uint8_t key[32], iv[12];
+  const size_t klen = key_length(c.suite->aead);
+  if (!expand_label(*c.suite, d.secret, "key", klen, key) || !expand_label(*c.suite, d.secret, "iv", 12, iv) ||
+      !d.protection.set(c.suite->aead, true, {key, klen}, {iv, 12})) {
+    fail(c, side, d.switch_at, "cannot set up the traffic keys (libcrypto)", meta);
+    return false;
+  }
+  if (hold_ > 0 && d.epoch == 2 && c.dir[1 - side].epoch >= 2)
+    next_.on_tls(c.tcp, TlsEvent{TlsEvent::Kind::Keyed, "keys found", {}}, meta);
   return true;
 }
 
@@ -557,10 +588,12 @@ bool TlsLayer::message(Conn& c, int side, uint8_t type, std::span<const uint8_t>
                     meta);
       return false;
     }
-    if (!keys_for(c, meta)) return false;
-    ++stats_.decrypted;
-    next_.on_tls(c.tcp, TlsEvent{TlsEvent::Kind::Decrypted, version + " " + c.suite->name, {}}, meta);
-    return true;
+    if (!has_keys(c) && hold_ > 0) {
+      c.waiting = true;
+      ++waiting_;
+      return true;
+    }
+    return decided(c, meta);
   }
   if (c.version == 0x0304 && d.encrypted) {
     if ((type == kFinished && d.epoch == 1) || (type == kKeyUpdate && d.epoch >= 2)) d.change_keys = true;
@@ -573,15 +606,74 @@ bool TlsLayer::message(Conn& c, int side, uint8_t type, std::span<const uint8_t>
 // (what follows the ServerHello is protected). TLS 1.2: the key block from
 // the master secret, by client random or else by session id; each side's
 // records are protected from its ChangeCipherSpec on.
+bool TlsLayer::has_keys(const Conn& c) const {
+  if (c.dir[0].epoch > 0 || c.dir[0].encrypted || c.dir[1].encrypted) {
+    // Past the hellos: the traffic secrets a side waits for.
+    for (int side : {0, 1}) {
+      if (c.dir[side].switch_waits && !keys_.find(traffic_secret(side), c.client_random)) return false;
+    }
+    return true;
+  }
+  if (c.version == 0x0304)
+    return keys_.find(TlsSecret::ClientHandshake, c.client_random) && keys_.find(TlsSecret::ServerHandshake, c.client_random);
+  return keys_.find(TlsSecret::MasterSecret, c.client_random) || keys_.find_session(c.session_id);
+}
+
+std::string TlsLayer::missing_key(const Conn& c) const {
+  const std::string missing = "no key for client random " + hex_string(c.client_random) + " in the TLS key log";
+  if (c.version == 0x0304) return "TLS 1.3, " + missing + " (CLIENT_/SERVER_HANDSHAKE_TRAFFIC_SECRET)";
+  return "TLS 1.2, " + missing + (c.session_id.empty() ? "" : " (nor for its session id)");
+}
+
+// The hellos are read and the key is there (or will never be): the verdict.
+bool TlsLayer::decided(Conn& c, const PacketMeta& meta) {
+  if (!keys_for(c, meta)) return false;
+  ++stats_.decrypted;
+  const char* version = c.version == 0x0304 ? "TLS 1.3 " : "TLS 1.2 ";
+  next_.on_tls(c.tcp, TlsEvent{TlsEvent::Kind::Decrypted, version + std::string(c.suite->name), {}}, meta);
+  if (hold_ > 0 && c.version != 0x0304) next_.on_tls(c.tcp, TlsEvent{TlsEvent::Kind::Keyed, "keys found", {}}, meta);
+  return true;
+}
+
+void TlsLayer::hold(Conn& c, int side, std::span<const uint8_t> bytes, const PacketMeta& meta) {
+  Conn::Dir& d = c.dir[side];
+  if (c.dir[0].held.size() + c.dir[1].held.size() + bytes.size() > hold_) {
+    c.waiting = false;
+    --waiting_;
+    not_decrypted(c, missing_key(c) + " while " + std::to_string(hold_ >> 10) + " KiB of it waited", meta);
+    return;
+  }
+  d.held.insert(d.held.end(), bytes.begin(), bytes.end());
+}
+
+void TlsLayer::keys_added(const PacketMeta& meta) {
+  if (waiting_ == 0) return;
+  for (auto& [id, k] : conns_) {
+    Conn& c = *k;
+    if (!c.waiting || !has_keys(c)) continue;
+    c.waiting = false;
+    --waiting_;
+    const bool past_hellos = c.dir[0].epoch > 0 || c.dir[0].encrypted || c.dir[1].encrypted;
+    if (!past_hellos && !decided(c, meta)) continue;
+    for (int side : {0, 1}) {
+      if (c.dir[side].switch_waits && !switch_keys(c, side, meta)) continue;
+    }
+    for (int side : {0, 1}) {  // requests first: their responses find them
+      std::vector<uint8_t> held = std::move(c.dir[side].held);
+      c.dir[side].held = {};
+      if (!held.empty() && c.mode == Conn::Mode::Tls) records(c, side, held, meta);
+    }
+  }
+}
+
 bool TlsLayer::keys_for(Conn& c, const PacketMeta& meta) {
   const Suite& s = *c.suite;
   const size_t klen = key_length(s.aead);
-  const std::string missing = "no key for client random " + hex_string(c.client_random) + " in the TLS key log";
   if (c.version == 0x0304) {
     const auto* ch = keys_.find(TlsSecret::ClientHandshake, c.client_random);
     const auto* sh = keys_.find(TlsSecret::ServerHandshake, c.client_random);
     if (!ch || !sh) {
-      not_decrypted(c, "TLS 1.3, " + missing + " (CLIENT_/SERVER_HANDSHAKE_TRAFFIC_SECRET)", meta);
+      not_decrypted(c, missing_key(c), meta);
       return false;
     }
     for (int side : {0, 1}) {
@@ -603,7 +695,7 @@ bool TlsLayer::keys_for(Conn& c, const PacketMeta& meta) {
   const auto* master = keys_.find(TlsSecret::MasterSecret, c.client_random);
   if (!master) master = keys_.find_session(c.session_id);
   if (!master) {
-    not_decrypted(c, "TLS 1.2, " + missing + (c.session_id.empty() ? "" : " (nor for its session id)"), meta);
+    not_decrypted(c, missing_key(c), meta);
     return false;
   }
   const size_t ivlen = s.aead == Aead::ChaCha20Poly1305 ? 12 : 4;
@@ -620,10 +712,15 @@ bool TlsLayer::keys_for(Conn& c, const PacketMeta& meta) {
 void TlsLayer::not_decrypted(Conn& c, const std::string& why, const PacketMeta& meta) {
   c.mode = Conn::Mode::Opaque;
   ++stats_.undecrypted;
+  if (c.waiting) {
+    c.waiting = false;
+    --waiting_;
+  }
   for (Conn::Dir& d : c.dir) {
     d.early = {};
     d.rec = {};
     d.hs = {};
+    d.held = {};
     d.out.clear();
   }
   next_.on_tls(c.tcp, TlsEvent{TlsEvent::Kind::NotDecrypted, why, {}}, meta);
@@ -672,6 +769,8 @@ void TlsLayer::on_close(const TcpConnection& t) {
       pass_through(c, PacketMeta{});
     } else if (c.mode == Conn::Mode::Tls && !c.decided) {
       not_decrypted(c, "TLS whose handshake the capture does not finish", PacketMeta{});
+    } else if (c.waiting) {
+      not_decrypted(c, missing_key(c) + " by the time the connection ended", PacketMeta{});
     } else if (c.mode == Conn::Mode::Tls) {
       for (int side : {0, 1}) {
         Conn::Dir& d = c.dir[side];

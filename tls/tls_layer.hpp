@@ -58,6 +58,13 @@ class TlsLayer : public StreamSink {
 
   const TlsStats& stats() const { return stats_; }
 
+  // For a key log that is still being written (kwire record follows it): a
+  // connection whose key is not there yet waits, its records held up to
+  // `bytes` per connection, and keys_added() tries again. Without it (0, the
+  // default) a missing key is final at once.
+  void hold_for_keys(size_t bytes) { hold_ = bytes; }
+  void keys_added(const PacketMeta& meta);
+
   struct Conn;  // per connection state (tls_layer.cpp)
 
  private:
@@ -70,6 +77,11 @@ class TlsLayer : public StreamSink {
   bool message(Conn& c, int side, uint8_t type, std::span<const uint8_t> body, uint64_t offset,
                const PacketMeta& meta);
   bool keys_for(Conn& c, const PacketMeta& meta);
+  bool has_keys(const Conn& c) const;
+  bool switch_keys(Conn& c, int side, const PacketMeta& meta);
+  std::string missing_key(const Conn& c) const;
+  bool decided(Conn& c, const PacketMeta& meta);
+  void hold(Conn& c, int side, std::span<const uint8_t> bytes, const PacketMeta& meta);
   void not_decrypted(Conn& c, const std::string& why, const PacketMeta& meta);
   void fail(Conn& c, int side, uint64_t offset, const std::string& why, const PacketMeta& meta);
   void flush(Conn& c, int side, const PacketMeta& meta);
@@ -79,6 +91,8 @@ class TlsLayer : public StreamSink {
   TlsStats stats_;
   std::unordered_map<uint32_t, std::unique_ptr<Conn>> conns_;
   Conn* last_ = nullptr;
+  size_t hold_ = 0;
+  size_t waiting_ = 0;  // connections waiting for their key
 };
 
 }  // namespace kwire

@@ -97,6 +97,7 @@ struct KafkaSessions::Conn {
   PendingList pending;
   PendingList candidates[2];        // Probing: clean requests found in each side's bytes
   ApiList apis;                     // (api, version) of the requests it sent, latest last
+  bool tls = false;                 // its bytes are TLS application data the TLS layer decrypted
 };
 
 // Moves (or adds) `v` to the end of `list`, which keeps its `max` latest.
@@ -212,9 +213,14 @@ void KafkaSessions::on_data(const TcpConnection& t, StreamSide side, uint64_t of
 // note; a record that failed is a capture error that names it.
 void KafkaSessions::on_tls(const TcpConnection& t, const TlsEvent& e, const PacketMeta& meta) {
   Conn& c = *conn(t);
+  out_.on_tls(t, e);
   switch (e.kind) {
+    case TlsEvent::Kind::Pending:
+    case TlsEvent::Kind::Keyed:
+      return;
     case TlsEvent::Kind::Decrypted:
       ++stats_.tls_connections;
+      c.tls = true;
       return;
     case TlsEvent::Kind::NotDecrypted:
       ++stats_.tls_connections;
@@ -569,6 +575,7 @@ FrameContext KafkaSessions::context(const Conn& c, int dir, uint64_t offset, con
   ctx.src = dir == kRequests ? client : server;
   ctx.dst = dir == kRequests ? server : client;
   ctx.stream_offset = offset;
+  ctx.tls = c.tls;
   return ctx;
 }
 

@@ -63,6 +63,7 @@ struct FrameContext {
   uint64_t stream_offset = 0;    // offset of the size prefix in its direction's stream
   bool unmatched = false;        // a response whose request was not captured
   bool not_kafka = false;        // bytes that are not Kafka (TLS, SASL tokens)
+  bool tls = false;              // decrypted from TLS: offsets are the plaintext's, not the packets
   std::string note;              // e.g. "stream is TLS-encrypted"
 };
 
@@ -95,6 +96,8 @@ class FrameHandler {
   // Once per connection, when it is known whether it carries Kafka; `client`
   // is the side that sends requests. Recorders keep or drop a flow on it.
   virtual void on_verdict(const TcpConnection& /*c*/, bool /*kafka*/, const Endpoint& /*client*/) {}
+  // The TLS layer's events about a connection (before the sessions act on them).
+  virtual void on_tls(const TcpConnection& /*c*/, const TlsEvent& /*event*/) {}
   // A new connection (its 4-tuple may have carried an earlier one).
   virtual void on_connection_start(const TcpConnection& /*c*/) {}
   // The connection is over (FIN/RST both ways, or the end of the capture).

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# `kwire record -i lo --auto --tls-keylog` on a live Kafka session over TLS
+# (ctest record_tls_live, label live): a Kafka 4.4.0 broker of the testbed with
+# an SSL listener, and a Java client (Admin, producer, KIP-848 consumer) whose
+# key log the extract-tls-secrets agent writes while kwire follows it. tcpdump
+# records the same traffic beside it. Checks:
+#   - kwire's file decodes with no option (its secrets blocks) to every message
+#     that tcpdump's capture decodes to with the key log, each once;
+#   - tshark finds the same Kafka PDUs in kwire's file with no key log (the
+#     secrets blocks) as in tcpdump's with it;
+#   - the final report counts the TLS connections and leaves none out.
+#
+#   tests/live/record_tls_live.sh KWIRE_BINARY
+set -euo pipefail
+KWIRE=$(realpath "${1:?usage: record_tls_live.sh KWIRE_BINARY}")
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+fail() { echo "record_tls_live: FAIL: $*" >&2; exit 1; }
+for tool in tcpdump tshark python3 java mvn; do command -v "$tool" >/dev/null || fail "'$tool' not found (tools/install-deps test)"; done
+(( $(id -u) == 0 )) || fail "must run as root (capturing on lo)"
+
+source "$REPO/testbed/lib.sh"
+testbed_build
+testbed_tls_agent
+scenario_init record-tls
+KWIRE_BROKER_SSL=1 start_broker
+
+printf '%s\n' security.protocol=SSL ssl.truststore.type=PKCS12 "ssl.truststore.location=$TLS_TRUSTSTORE" \
+    "ssl.truststore.password=$TLS_STORE_PASSWORD" > "$WORK/ssl.properties"
+KEYS=$WORK/app.keys
+echo "== tcpdump and kwire record --auto --tls-keylog on 127.0.0.1:$SSL_PORT"
+tcpdump -i lo -U -w "$WORK/ref.pcap" "tcp port $SSL_PORT" 2>"$WORK/tcpdump.err" &
+TCPDUMP_PID=$!
+"$KWIRE" record -i lo --auto -f "tcp port $SSL_PORT" --tls-keylog "$KEYS" -q -w "$WORK/rec.pcapng" \
+    >"$WORK/record.out" 2>"$WORK/record.err" &
+RECORDER_PID=$!
+for i in $(seq 1 40); do
+    grep -q '^kwire record: capturing on ' "$WORK/record.err" && grep -q 'listening on' "$WORK/tcpdump.err" && break
+    (( i == 40 )) && fail "the recorders did not start: $(cat "$WORK/record.err" "$WORK/tcpdump.err")"
+    sleep 0.25
+done
+sleep 0.5
+echo "== a client over TLS: Admin, a producer of 5 records, a consumer group (agent key log $KEYS)"
+APP_JAVA_OPTS="-javaagent:$TLS_AGENT_JAR=$KEYS -Dkwire.client.config=$WORK/ssl.properties" \
+    run_app_bg client kwire.testbed.ClientSession "127.0.0.1:$SSL_PORT" client-id=kwire-record-tls \
+    topic=record-tls create-topic=true produce=5 group=record-tls-group
+wait_app client
+sleep 1
+kill -INT "$RECORDER_PID"; wait "$RECORDER_PID" || fail "kwire record exited $?: $(cat "$WORK/record.err")"
+RECORDER_PID=
+kill -INT "$TCPDUMP_PID"; wait "$TCPDUMP_PID" || true
+cat "$WORK/record.err"
+[[ -s $KEYS ]] || fail "the agent wrote no key log"
+
+python3 - "$KWIRE" "$WORK" "$SSL_PORT" <<'PY'
+import collections, json, subprocess, sys
+kwire, work, port = sys.argv[1], sys.argv[2], sys.argv[3]
+def fail(msg):
+    sys.exit("record_tls_live: FAIL: " + msg)
+def messages(*args):
+    p = subprocess.run([kwire, "decode", "-T", "json", "--stats", *args], capture_output=True, text=True)
+    if p.returncode != 0:
+        fail(f"kwire decode {args} exited {p.returncode}: {p.stderr}")
+    msgs, stats = collections.Counter(), None
+    for line in p.stdout.splitlines():
+        o = json.loads(line)
+        if "stats" in o:
+            stats = o["stats"]
+        elif "notKafka" not in o:
+            client = o["src"] if o["direction"] == "request" else o["dst"]
+            msgs[(client, o["direction"], o["apiKey"], o["apiVersion"], o["correlationId"])] += 1
+    return msgs, stats
+rec, rstats = messages("-r", f"{work}/rec.pcapng")
+ref, fstats = messages("-r", f"{work}/ref.pcap", "--tls-keylog", f"{work}/app.keys")
+if sum(ref.values()) < 20 or fstats["tls_undecrypted"] or fstats["unmatched"]:
+    fail(f"tcpdump's capture decodes to {sum(ref.values())} messages with the key log: {fstats}")
+if rec != ref:
+    fail(f"kwire's file lacks {sorted((ref - rec).elements())[:5]} and has extra {sorted((rec - ref).elements())[:5]}")
+apis = {k[2] for k in ref}
+if not {0, 1, 3, 18, 68} <= apis:   # Produce, Fetch, Metadata, ApiVersions, ConsumerGroupHeartbeat
+    fail(f"the session lacks expected apis: {sorted(apis)}")
+def tshark_pdus(path, *extra):
+    out = subprocess.run(["tshark", "-n", "-r", path, *extra, "-d", f"tls.port=={port},kafka", "-Y", "kafka",
+                          "-T", "fields", "-e", "kafka.correlation_id", "-E", "occurrence=a"],
+                         capture_output=True, text=True).stdout
+    return sum(len(l.split(",")) for l in out.splitlines() if l)
+with_keys = tshark_pdus(f"{work}/ref.pcap", "-o", f"tls.keylog_file:{work}/app.keys")
+embedded = tshark_pdus(f"{work}/rec.pcapng")
+if with_keys != sum(ref.values()) or embedded != with_keys:
+    fail(f"tshark: {with_keys} PDUs in tcpdump's capture with the key log, {embedded} in kwire's with its secrets blocks, "
+         f"kwire {sum(ref.values())}")
+hellos = len(subprocess.run(["tshark", "-n", "-r", f"{work}/ref.pcap", "-Y", "tls.handshake.type == 1", "-T", "fields",
+                             "-e", "frame.number"], capture_output=True, text=True).stdout.split())
+final = [l for l in open(f"{work}/record.err") if l.startswith("kwire record: received=")][-1]
+if f"tls_connections={hellos} tls_not_kept=0" not in final or rstats["tls_connections"] != hellos:
+    fail(f"{hellos} TLS connections in tcpdump's capture; kwire record says: {final.strip()}")
+print(f"record_tls_live: {sum(rec.values())} messages in {hellos} TLS connections, each once in kwire's file, "
+      f"decrypted from its own secrets blocks; tshark agrees ({embedded} PDUs)")
+PY
