@@ -89,7 +89,7 @@ void TlsKeyLog::add_text(std::string_view text, const std::string& origin, std::
         warn("RSA Session-ID line whose session id or 48-byte master key is not hex");
         continue;
       }
-      by_session_[a] = b;
+      by_session_[std::string(a.begin(), a.end())] = b;
       continue;
     }
     const Label* label = nullptr;
@@ -141,7 +141,7 @@ const std::vector<uint8_t>* TlsKeyLog::find(TlsSecret kind, const TlsRandom& cli
 
 const std::vector<uint8_t>* TlsKeyLog::find_session(std::span<const uint8_t> session_id) const {
   if (session_id.empty()) return nullptr;
-  auto it = by_session_.find(std::vector<uint8_t>(session_id.begin(), session_id.end()));
+  auto it = by_session_.find(std::string(session_id.begin(), session_id.end()));
   return it == by_session_.end() ? nullptr : &it->second;
 }
 

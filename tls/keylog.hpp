@@ -53,7 +53,7 @@ class TlsKeyLog {
     std::array<std::vector<uint8_t>, static_cast<size_t>(TlsSecret::Count)> secrets;
   };
   std::map<TlsRandom, Entry> by_random_;
-  std::map<std::vector<uint8_t>, std::vector<uint8_t>> by_session_;
+  std::map<std::string, std::vector<uint8_t>> by_session_;  // session id bytes -> master secret
 };
 
 // Reads the TLS key logs held in the Decryption Secrets Blocks of a pcapng

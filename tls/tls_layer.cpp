@@ -150,7 +150,7 @@ constexpr uint8_t kRetryRandom[32] = {0xCF, 0x21, 0xAD, 0x74, 0xE5, 0x9A, 0x61, 
                                       0x02, 0x1E, 0x65, 0xB8, 0x91, 0xC2, 0xA2, 0x11, 0x16, 0x7A, 0xBB,
                                       0x8C, 0x5E, 0x07, 0x9E, 0x09, 0xE2, 0xC8, 0xA8, 0x33, 0x9C};
 
-constexpr uint8_t kChangeCipherSpec = 20, kAlert = 21, kHandshake = 22, kApplicationData = 23, kHeartbeat = 24;
+constexpr uint8_t kChangeCipherSpec = 20, kHandshake = 22, kApplicationData = 23, kHeartbeat = 24;  // and 21, alerts
 constexpr size_t kMaxRecord = 16384 + 2048;      // TLS 1.2's ciphertext limit (1.3's is lower)
 constexpr size_t kMaxHandshakeMessage = 1u << 18;
 
