@@ -1,6 +1,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstdlib>
 #include <climits>
 #include <csignal>
 #include <fstream>
@@ -64,7 +66,18 @@ const char* kReplayHelp =
     "  --reconnect-timeout S give a connection up after S seconds unreachable, and the\n"
     "                        whole target once it sent nothing for S seconds while\n"
     "                        requests timed out (default 10)\n"
-    "  --sasl-plain USER:PASSWORD  replay SASL/PLAIN sessions with these credentials\n"
+    "  --tls                 connect to the target over TLS (1.2 or 1.3), verifying its\n"
+    "                        certificate against the system's CAs and the target's host name\n"
+    "  --tls-ca FILE         trust the CA certificates in FILE (PEM) instead (implies --tls)\n"
+    "  --tls-cert FILE       client certificate chain, PEM, for brokers that require one\n"
+    "  --tls-key FILE        its private key, PEM (default: in --tls-cert's file)\n"
+    "  --tls-server-name NAME  the name sent as SNI and verified (default: the target host)\n"
+    "  --tls-insecure        TLS without verifying the target's certificate (warned about)\n"
+    "  --sasl-plain USER:PASSWORD, --sasl-scram-256 USER:PASSWORD, --sasl-scram-512 USER:PASSWORD\n"
+    "                        sessions recorded with that SASL mechanism log in with these\n"
+    "                        credentials (USER alone: the password from $KWIRE_SASL_PASSWORD);\n"
+    "                        the first given also logs kwire's own connections in\n"
+    "  --sasl-oauthbearer TOKEN|@FILE  the same for OAUTHBEARER, with this token\n"
     "  --budget S            end the whole run after S seconds and report what was done\n"
     "                        (default: 120 + 4 x the capture's duration; 0: no bound)\n"
     "  -q                    no progress on stderr (else a line kept up to date on a\n"
@@ -73,9 +86,40 @@ const char* kReplayHelp =
     "  -h, --help            this help\n"
     "\n"
     "exit status: 0 no regression; 1 regressions or unanswered requests; 2 could not run\n"
-    "(bad usage, unreadable capture, target unreachable), with the reason on stderr.\n"
+    "(bad usage, unreadable capture, target unreachable, its TLS handshake or SASL login\n"
+    "refused), with the reason on stderr.\n"
     "SIGINT or SIGTERM (and a spent --budget) end the run early: the text, --report and\n"
     "--junit reports of what was done are still written, and the exit status is 1\n";
+
+// --sasl-plain/--sasl-scram-256/--sasl-scram-512 USER:PASSWORD (USER alone:
+// the password from $KWIRE_SASL_PASSWORD, kept out of the process list);
+// --sasl-oauthbearer TOKEN or @FILE.
+bool parse_sasl_login(const std::string& option, const std::string& v, replay::SaslLogin& out, std::string& error) {
+  if (option == "--sasl-oauthbearer") {
+    out.mechanism = "OAUTHBEARER";
+    out.token = v;
+    if (v.starts_with("@")) {
+      std::ifstream f(v.substr(1));
+      if (!f || !std::getline(f, out.token)) { error = option + ": cannot read a token from " + v.substr(1); return false; }
+    }
+    while (!out.token.empty() && std::isspace(static_cast<unsigned char>(out.token.back()))) out.token.pop_back();
+    if (out.token.empty()) { error = option + " needs a token (TOKEN or @FILE)"; return false; }
+    return true;
+  }
+  out.mechanism = option == "--sasl-plain" ? "PLAIN" : option == "--sasl-scram-256" ? "SCRAM-SHA-256" : "SCRAM-SHA-512";
+  const size_t c = v.find(':');
+  out.user = v.substr(0, c);
+  if (c != std::string::npos) {
+    out.password = v.substr(c + 1);
+  } else if (const char* p = getenv("KWIRE_SASL_PASSWORD")) {
+    out.password = p;
+  } else {
+    error = option + " needs USER:PASSWORD (or USER with the password in $KWIRE_SASL_PASSWORD)";
+    return false;
+  }
+  if (out.user.empty()) { error = option + ": the user name is empty"; return false; }
+  return true;
+}
 
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
@@ -158,10 +202,13 @@ int replay_command(std::vector<std::string> args) {
     if (a == "--setup") { o.setup = true; continue; }
     if (a == "--no-default-ignores") { default_ignores = false; continue; }
     if (a == "-q") { quiet = true; continue; }
+    if (a == "--tls") { o.tls.enabled = true; continue; }
+    if (a == "--tls-insecure") { o.tls.enabled = o.tls.insecure = true; continue; }
     static const std::set<std::string> with_value = {
         "-r", "-Y", "--target", "--map", "-p", "--timing", "--speed", "--api", "--group", "--conn", "--rename-group",
         "--rename-topic", "--ignore", "--expect", "--report", "--junit", "--record-out", "--script", "--timeout", "--budget",
-        "--reconnect-timeout", "--sasl-plain", "--tls-keylog"};
+        "--reconnect-timeout", "--sasl-plain", "--sasl-scram-256", "--sasl-scram-512", "--sasl-oauthbearer",
+        "--tls-keylog", "--tls-ca", "--tls-cert", "--tls-key", "--tls-server-name"};
     if (!with_value.count(a)) return fail("unknown option " + a + " (kwire replay --help lists them)");
     if (!(v = next())) return fail(a + " needs a value");
     if (a == "-r") file = *v;
@@ -239,15 +286,22 @@ int replay_command(std::vector<std::string> args) {
       if (!(s >= 0)) return fail("--budget needs a number of seconds (0: no bound), not " + *v);
       budget = s;
     }
-    else if (a == "--sasl-plain") {
-      auto c = v->find(':');
-      if (c == std::string::npos) return fail("--sasl-plain needs USER:PASSWORD");
-      o.sasl_plain_user = v->substr(0, c);
-      o.sasl_plain_password = v->substr(c + 1);
+    else if (a == "--tls-ca") o.tls.enabled = true, o.tls.ca_file = *v;
+    else if (a == "--tls-cert") o.tls.enabled = true, o.tls.cert_file = *v;
+    else if (a == "--tls-key") o.tls.enabled = true, o.tls.key_file = *v;
+    else if (a == "--tls-server-name") o.tls.enabled = true, o.tls.server_name = *v;
+    else if (a.starts_with("--sasl-")) {
+      replay::SaslLogin login;
+      if (!parse_sasl_login(a, *v, login, error)) return fail(error);
+      if (o.login_for(login.mechanism)) return fail(a + " is given twice");
+      o.sasl.push_back(std::move(login));
     }
   }
   if (file.empty()) return fail("-r CAPTURE is required\n" + std::string(kReplayHelp));
   if (!have_target) return fail("--target HOST:PORT is required (kwire connects to no address it is not given)");
+  if (o.tls.insecure)
+    std::cerr << "kwire replay: WARNING: --tls-insecure: the target's certificate is not checked; anyone between kwire "
+                 "and the target can read and answer this replay\n";
   if (default_ignores) o.compare.ignore = replay::default_ignore_rules();
   for (auto& r : extra_ignores) o.compare.ignore.push_back(std::move(r));
   o.progress = !quiet;

@@ -104,6 +104,7 @@ std::vector<IgnoreRule> default_ignore_rules() {
       {"**.endpoints", "the target's listeners"},
       {"ApiVersions:body.finalizedFeaturesEpoch", "the target's metadata offset"},
       {"**.errorMessage", "free text that names volatile values (ids, times)"},
+      {"SaslAuthenticate:body.authBytes", "SASL challenges carry fresh nonces and salts (kwire checks the broker's SCRAM proof itself)"},
       {"Fetch:body.responses.partitions.highWatermark", "depends on what was produced when the fetch ran"},
       {"Fetch:body.responses.partitions.lastStableOffset", "depends on what was produced when the fetch ran"},
       {"Fetch:body.responses.partitions.logStartOffset", "depends on what was produced when the fetch ran"},

@@ -24,6 +24,7 @@
 #include "dissector/protocol/codes.hpp"
 #include "dissector/protocol/decoder.hpp"
 #include "dissector/protocol/encoder.hpp"
+#include "dissector/output/output.hpp"
 #include "dissector/wire/message_builder.hpp"
 #include "dissector/wire/wire.hpp"
 #include "recorder/pcapng_writer.hpp"
@@ -229,33 +230,44 @@ class TrafficWriter {
 // ReplayOptions::stop of the running replay: the waits of Control end on it too.
 const volatile std::sig_atomic_t* control_stop = nullptr;
 
-// One request/response at a time on a blocking socket with a deadline: the
-// replay's own requests to the target (ApiVersions, Metadata, CreateTopics).
+// One request/response at a time with a deadline: the replay's own requests
+// to the target (ApiVersions, the SASL login, Metadata, CreateTopics), over
+// TCP or TLS as the sessions go.
 class Control {
  public:
-  ~Control() { if (fd_ >= 0) close(fd_); }
-  bool connect_to(const Address& a, double timeout_s, std::string& error) {
-    fd_ = open_socket(a, error);
-    if (fd_ < 0) return false;
-    pollfd p{fd_, POLLOUT, 0};
-    int rc = poll(&p, 1, static_cast<int>(timeout_s * 1000));
-    if (rc <= 0) { error = rc == 0 ? "connect timed out" : strerror(errno); return false; }
+  bool connect_to(const Address& a, const std::string& host, const TlsContext* tls, double timeout_s,
+                  std::string& error) {
+    const int64_t deadline = now_us() + static_cast<int64_t>(timeout_s * 1e6);
+    int fd = open_socket(a, error);
+    if (fd < 0) return false;
+    if (!link_.attach(fd, tls, host, error)) return false;
+    if (!ready(POLLOUT, deadline, error)) { if (error == "no answer in time") error = "connect timed out"; return false; }
     int err = 0;
     socklen_t len = sizeof err;
-    getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &len);
+    getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
     if (err) { error = strerror(err); return false; }
-    return true;
+    while (true) {
+      const Link::Io io = link_.handshake(error);
+      if (io == Link::Io::Done) return true;
+      if (io == Link::Io::Failed || io == Link::Io::Closed) return false;
+      if (!ready(io == Link::Io::WantRead ? POLLIN : POLLOUT, deadline, error)) {
+        if (error == "no answer in time") error = "the TLS handshake did not finish in time (is it a TLS listener?)";
+        return false;
+      }
+    }
   }
+  const Link& link() const { return link_; }
   // Sends `request` (size prefix included) and returns the response message.
   bool exchange(const std::vector<uint8_t>& request, std::vector<uint8_t>& response, double timeout_s,
                 std::string& error) {
     const int64_t deadline = now_us() + static_cast<int64_t>(timeout_s * 1e6);
     size_t off = 0;
     while (off < request.size()) {
-      ssize_t n = send(fd_, request.data() + off, request.size() - off, MSG_NOSIGNAL);
-      if (n > 0) { off += static_cast<size_t>(n); continue; }
-      if (n < 0 && errno != EAGAIN) { error = std::string("send: ") + strerror(errno); return false; }
-      if (!wait(POLLOUT, deadline, error)) return false;
+      size_t n = 0;
+      const Link::Io io = link_.write(request.data() + off, request.size() - off, n, error);
+      if (io == Link::Io::Done) { off += n; continue; }
+      if (io == Link::Io::Failed || io == Link::Io::Closed) return false;
+      if (!ready(io == Link::Io::WantRead ? POLLIN : POLLOUT, deadline, error)) return false;
     }
     response.clear();
     uint8_t buf[65536];
@@ -264,28 +276,30 @@ class Control {
         response.resize(4 + wire::load_be32(response.data()));
         return true;
       }
-      ssize_t n = recv(fd_, buf, sizeof buf, 0);
-      if (n > 0) { response.insert(response.end(), buf, buf + n); continue; }
-      if (n == 0) { error = "the target closed the connection"; return false; }
-      if (errno != EAGAIN) { error = std::string("recv: ") + strerror(errno); return false; }
-      if (!wait(POLLIN, deadline, error)) return false;
+      size_t n = 0;
+      const Link::Io io = link_.read(buf, sizeof buf, n, error);
+      if (io == Link::Io::Done) { response.insert(response.end(), buf, buf + n); continue; }
+      if (io == Link::Io::Closed) { error = "the target closed the connection"; return false; }
+      if (io == Link::Io::Failed) return false;
+      if (!ready(io == Link::Io::WantRead ? POLLIN : POLLOUT, deadline, error)) return false;
     }
   }
 
  private:
-  bool wait(short events, int64_t deadline, std::string& error) {
-    int64_t left = deadline - now_us();
-    if (left <= 0) { error = "no answer in time"; return false; }
-    if (control_stop && *control_stop) { error = "interrupted by a signal"; return false; }
-    pollfd p{fd_, events, 0};
-    // In steps of at most 100 ms, so that a signal ends the wait.
-    if (poll(&p, 1, static_cast<int>(std::min<int64_t>(left / 1000 + 1, 100))) < 0 && errno != EINTR) {
-      error = strerror(errno);
-      return false;
+  // Waits until the socket is ready for `events`, in steps of at most 100 ms
+  // so that a signal ends the wait.
+  bool ready(short events, int64_t deadline, std::string& error) {
+    while (true) {
+      int64_t left = deadline - now_us();
+      if (left <= 0) { error = "no answer in time"; return false; }
+      if (control_stop && *control_stop) { error = "interrupted by a signal"; return false; }
+      pollfd p{link_.fd(), events, 0};
+      const int rc = poll(&p, 1, static_cast<int>(std::min<int64_t>(left / 1000 + 1, 100)));
+      if (rc > 0) return true;
+      if (rc < 0 && errno != EINTR) { error = strerror(errno); return false; }
     }
-    return true;
   }
-  int fd_ = -1;
+  Link link_;
 };
 
 std::vector<uint8_t> request_header(wire::MessageBuilder& b, int api, int version, int32_t corr, bool flexible) {
@@ -352,9 +366,10 @@ struct LiveConn {
   const RecordedSession* s = nullptr;
   size_t result = 0;                 // index in ReplayResult::sessions
   Address addr;
-  std::string target;
-  int fd = -1;
-  enum class St { Idle, Connecting, Up, Backoff, Done } st = St::Idle;
+  std::string target, host;
+  Link link;
+  enum class St { Idle, Connecting, Handshaking, Up, Backoff, Done } st = St::Idle;
+  short tls_wants = POLLOUT;         // what the TLS handshake waits for
   uint32_t next = 0;                 // next exchange to send
   std::deque<InFlight> inflight;
   std::vector<uint8_t> out;
@@ -371,6 +386,10 @@ struct LiveConn {
   std::deque<Retry> retries;
   TrafficWriter::Flow flow;
   bool filtered_session = false;
+  // The session's SASL login (its recorded mechanism, with the given credentials).
+  std::unique_ptr<SaslClient> sasl;
+  std::string sasl_reply;            // the next SaslAuthenticate bytes
+  bool sasl_started = false;
 };
 
 class Engine {
@@ -388,6 +407,11 @@ class Engine {
  private:
   bool prepare(std::string& error);
   bool control_setup(const HostPort& hp, const Address& a, bool primary, std::string& error);
+  bool control_login(Control& ctl, const HostPort& hp, const SaslLogin& login, bool primary, std::string& error);
+  void tls_step(LiveConn& c, int64_t now);
+  void up(LiveConn& c);
+  void flush(LiveConn& c, int64_t now);
+  void sasl_answer(LiveConn& c, std::span<const uint8_t> msg, ExchangeResult& r);
   void start_connect(LiveConn& c, int64_t now);
   void on_connected(LiveConn& c, int64_t now);
   void drop(LiveConn& c, int64_t now, const std::string& why);
@@ -415,6 +439,7 @@ class Engine {
   uint64_t prefix_ = 0;              // responses 0..prefix_-1 are all resolved
   TargetInfo target_;
   TrafficWriter traffic_;
+  std::unique_ptr<TlsContext> tls_;
   int64_t start_us_ = 0;
   int64_t last_answer_us_ = 0;     // when the target last sent anything
   int64_t t0_recorded_us_ = 0;
@@ -460,9 +485,72 @@ void Engine::finish(LiveConn& c, uint32_t idx, Outcome o, std::string note) {
   resolve(c.s->exchanges[idx].response_seq);
 }
 
+std::string code_text(int64_t code) {
+  std::string_view name = error_name(code);
+  return std::to_string(code) + (name.empty() ? "" : " " + std::string(name));
+}
+
+bool Engine::control_login(Control& ctl, const HostPort& hp, const SaslLogin& login, bool primary, std::string& error) {
+  const std::string who = "target " + hp.str() + " refused the SASL " + login.mechanism + " login" +
+                          (login.user.empty() ? "" : " as " + login.user);
+  std::vector<uint8_t> resp;
+  Frame f;
+  {
+    wire::MessageBuilder b;
+    request_header(b, 17, 1, 2, false);
+    b.str(login.mechanism);
+    if (!ctl.exchange(b.message(), resp, 10, error)) { error = "target " + hp.str() + " did not answer SaslHandshake: " + error; return false; }
+    dec_.decode_response(resp, 17, 1, f);
+    const Node* ec = f.body ? find_field(f, ps_, f.body, "ErrorCode") : nullptr;
+    if (!f.ok() || !ec) { error = "target " + hp.str() + " answered SaslHandshake with garbage"; return false; }
+    if (ec->v.i != 0) {
+      std::string offers;
+      for (uint32_t i = f.body + 1; i < f.nodes.size(); ++i)
+        if (f.nodes[i].type == WireType::String && !f.nodes[i].is_null())
+          offers += (offers.empty() ? "" : ", ") + std::string(f.nodes[i].str());
+      error = who + ": SaslHandshake answered " + code_text(ec->v.i) +
+              (offers.empty() ? " (is it a SASL listener?)" : " (it offers " + offers + ")");
+      return false;
+    }
+  }
+  SaslClient client(login);
+  std::string msg = client.first();
+  for (int32_t round = 0; round < 4; ++round) {
+    wire::MessageBuilder b;
+    request_header(b, 36, 2, 3 + round, true);
+    b.cbytes({reinterpret_cast<const uint8_t*>(msg.data()), msg.size()}).tags0();
+    if (!ctl.exchange(b.message(), resp, 10, error)) { error = who + ": " + error; return false; }
+    dec_.decode_response(resp, 36, 2, f);
+    const Node* ec = f.body ? find_field(f, ps_, f.body, "ErrorCode") : nullptr;
+    const Node* em = f.body ? find_field(f, ps_, f.body, "ErrorMessage") : nullptr;
+    const Node* ab = f.body ? find_field(f, ps_, f.body, "AuthBytes") : nullptr;
+    if (!f.ok() || !ec || !ab) { error = "target " + hp.str() + " answered SaslAuthenticate with garbage"; return false; }
+    if (ec->v.i != 0) {
+      error = who + ": " + code_text(ec->v.i) + (em && !em->is_null() ? ": " + std::string(em->str()) : "");
+      return false;
+    }
+    std::string reply;
+    bool more = false;
+    if (!client.answer({reinterpret_cast<const char*>(ab->v.p), ab->aux}, reply, more, error)) {
+      error = "target " + hp.str() + ", SASL " + login.mechanism + ": " + error;
+      return false;
+    }
+    if (!more) {
+      if (primary) out_.notes.push_back("SASL " + login.mechanism + " login to " + hp.str() + (login.user.empty() ? "" : " as " + login.user) + ": accepted");
+      return true;
+    }
+    msg = std::move(reply);
+  }
+  error = who + ": the login did not end after 4 rounds";
+  return false;
+}
+
 bool Engine::control_setup(const HostPort& hp, const Address& a, bool primary, std::string& error) {
   Control ctl;
-  if (!ctl.connect_to(a, 5, error)) { error = "cannot connect to target " + hp.str() + ": " + error; return false; }
+  if (!ctl.connect_to(a, hp.host, tls_.get(), 5, error)) { error = "cannot connect to target " + hp.str() + ": " + error; return false; }
+  if (tls_)
+    out_.notes.push_back("TLS to " + hp.str() + ": " + ctl.link().describe() +
+                         (o_.tls.insecure ? ", the certificate NOT verified (--tls-insecure)" : ", certificate verified"));
   std::vector<uint8_t> resp;
   Frame f;
   // ApiVersions v3: what the target supports.
@@ -487,6 +575,7 @@ bool Engine::control_setup(const HostPort& hp, const Address& a, bool primary, s
         break;
       }
   }
+  if (!o_.sasl.empty() && !control_login(ctl, hp, o_.sasl.front(), primary, error)) return false;
   // Metadata v12, all topics: their ids on the target (and which exist).
   auto metadata = [&](std::set<std::string>& names) -> bool {
     wire::MessageBuilder b;
@@ -586,13 +675,17 @@ bool Engine::prepare(std::string& error) {
   {
     std::vector<std::string> used;
     for (const auto& s : rec_.sessions) {
-      if (!s.skip.empty() && !(s.skip.starts_with("authenticates") && !o_.sasl_plain_user.empty())) continue;
+      if (!s.skip.empty() && !(s.skip.starts_with("authenticates") && o_.login_for(s.sasl_mechanism))) continue;
       if (!o_.conns.empty() && !o_.conns.count(s.id)) continue;
       auto m = o_.map.find(s.broker.str());
       const std::string hp = (m != o_.map.end() ? m->second : o_.target).str();
       if (std::find(used.begin(), used.end(), hp) == used.end()) used.push_back(hp);
     }
     if (used.empty()) used.push_back(o_.target.str());
+    if (o_.tls.enabled) {
+      tls_ = TlsContext::create(o_.tls, error);
+      if (!tls_) return false;
+    }
     bool primary = true;
     for (const std::string& name : used) {
       HostPort hp = name == o_.target.str() ? o_.target : HostPort{};
@@ -615,6 +708,7 @@ bool Engine::prepare(std::string& error) {
         }
   }
   int64_t first = INT64_MAX, last = 0;
+  std::map<std::string, int> sasl_skipped;   // sessions not replayed for want of credentials, by mechanism
   conns_.reserve(rec_.sessions.size());
   for (const auto& s : rec_.sessions) {
     SessionResult sr;
@@ -623,16 +717,26 @@ bool Engine::prepare(std::string& error) {
     sr.broker = s.broker.str();
     sr.client_id = s.client_id;
     sr.skip = s.skip;
-    if (!s.sasl_mechanism.empty() && s.sasl_mechanism == "PLAIN" && !o_.sasl_plain_user.empty() &&
-        s.skip.starts_with("authenticates"))
-      sr.skip.clear();
     LiveConn c;
+    if (!s.sasl_mechanism.empty() && s.skip.starts_with("authenticates")) {
+      // Recorded with a SASL login: replayed with the given credentials for
+      // its mechanism, or not at all (a login cannot be replayed as recorded).
+      if (const SaslLogin* login = o_.login_for(s.sasl_mechanism)) {
+        sr.skip.clear();
+        c.sasl = std::make_unique<SaslClient>(*login);
+      } else {
+        const std::string option = sasl_option_for(s.sasl_mechanism);
+        sr.skip += option.empty() ? ", which kwire cannot log in with" : ": give " + option + " to replay it";
+        ++sasl_skipped[s.sasl_mechanism];
+      }
+    }
     c.s = &s;
     c.result = out_.sessions.size();
     auto* t = target_of(s.broker);
     if (!t) return false;
     c.addr = t->second;
     c.target = t->first.str();
+    c.host = t->first.host;
     sr.target = c.target;
     if (!o_.conns.empty() && !o_.conns.count(s.id)) c.filtered_session = true, sr.skip = "not chosen (--conn)";
     if (!o_.groups.empty() && !c.filtered_session) {
@@ -674,6 +778,12 @@ bool Engine::prepare(std::string& error) {
     }
     conns_.push_back(std::move(c));
   }
+  for (const auto& [mechanism, n] : sasl_skipped) {
+    const std::string option = sasl_option_for(mechanism);
+    out_.notes.push_back(std::to_string(n) + (n == 1 ? " session logs in" : " sessions log in") + " with SASL " + mechanism +
+                         " and " + (n == 1 ? "was" : "were") + " not replayed: " +
+                         (option.empty() ? "kwire cannot log in with it" : "give " + option));
+  }
   t0_recorded_us_ = first == INT64_MAX ? 0 : first;
   t_last_recorded_us_ = last;
   if (!o_.record_out.empty() && !traffic_.open(o_.record_out, error)) return false;
@@ -682,11 +792,11 @@ bool Engine::prepare(std::string& error) {
 
 void Engine::start_connect(LiveConn& c, int64_t now) {
   std::string error;
-  c.fd = open_socket(c.addr, error);
+  const int fd = open_socket(c.addr, error);
   c.in.clear();
   c.out.clear();
   c.out_off = 0;
-  if (c.fd < 0) {
+  if (fd < 0 || !c.link.attach(fd, tls_.get(), c.host, error)) {
     c.st = LiveConn::St::Backoff;
     if (c.down_since_us < 0) c.down_since_us = now;
     c.wake_us = now + c.backoff_us;
@@ -696,25 +806,56 @@ void Engine::start_connect(LiveConn& c, int64_t now) {
   c.st = LiveConn::St::Connecting;
 }
 
-void Engine::on_connected(LiveConn& c, int64_t /*now*/) {
+void Engine::on_connected(LiveConn& c, int64_t now) {
+  if (c.link.tls()) {
+    c.st = LiveConn::St::Handshaking;
+    tls_step(c, now);
+    return;
+  }
+  up(c);
+}
+
+void Engine::tls_step(LiveConn& c, int64_t now) {
+  std::string error;
+  switch (c.link.handshake(error)) {
+    case Link::Io::Done: up(c); return;
+    case Link::Io::WantRead: c.tls_wants = POLLIN; return;
+    case Link::Io::WantWrite: c.tls_wants = POLLOUT; return;
+    case Link::Io::Closed: drop(c, now, "cannot connect to " + c.target + ": the target closed the connection in the TLS handshake"); return;
+    case Link::Io::Failed: drop(c, now, "cannot connect to " + c.target + ": " + error); return;
+  }
+}
+
+void Engine::up(LiveConn& c) {
   c.st = LiveConn::St::Up;
   c.down_since_us = -1;
   c.backoff_us = 100000;
   if (traffic_.active()) {
     sockaddr_storage local{}, peer{};
     socklen_t l = sizeof local, p = sizeof peer;
-    getsockname(c.fd, reinterpret_cast<sockaddr*>(&local), &l);
-    getpeername(c.fd, reinterpret_cast<sockaddr*>(&peer), &p);
+    getsockname(c.link.fd(), reinterpret_cast<sockaddr*>(&local), &l);
+    getpeername(c.link.fd(), reinterpret_cast<sockaddr*>(&peer), &p);
     c.flow = TrafficWriter::Flow{endpoint_of(local), endpoint_of(peer)};
     traffic_.handshake(c.flow);
   }
 }
 
+void Engine::flush(LiveConn& c, int64_t now) {
+  while (c.link.fd() >= 0 && c.out_off < c.out.size()) {
+    size_t n = 0;
+    std::string error;
+    const Link::Io io = c.link.write(c.out.data() + c.out_off, c.out.size() - c.out_off, n, error);
+    if (io == Link::Io::Failed) { drop(c, now, error); return; }
+    if (io != Link::Io::Done || n == 0) return;
+    c.out_off += n;
+    if (c.out_off == c.out.size()) { c.out.clear(); c.out_off = 0; }
+  }
+}
+
 void Engine::drop(LiveConn& c, int64_t now, const std::string& why) {
-  if (c.fd >= 0) {
+  if (c.link.fd() >= 0) {
     if (traffic_.active() && c.st == LiveConn::St::Up) traffic_.finish(c.flow);
-    close(c.fd);
-    c.fd = -1;
+    c.link.close();
   }
   for (const InFlight& f : c.inflight) finish(c, f.exchange, Outcome::Unanswered, why);
   c.inflight.clear();
@@ -731,8 +872,8 @@ void Engine::drop(LiveConn& c, int64_t now, const std::string& why) {
 bool Engine::prepare_request(LiveConn& c, const Exchange& e, uint32_t idx, std::vector<uint8_t>& bytes, bool& skip) {
   const int32_t corr = ++c.corr;
   const MessageProgram* m = ps_.find(e.api_key, e.api_version, Direction::Request);
-  const bool plain = o_.sasl_plain_user.empty() || !m || m->api_name != "SaslAuthenticate";
-  if (e.malformed || !m || (plain && !o_.on_request && (!state_.substituting() || !state_.may_rewrite(*m)))) {
+  const bool login = c.sasl && m && m->api_name == "SaslAuthenticate";
+  if (e.malformed || !m || (!login && !o_.on_request && (!state_.substituting() || !state_.may_rewrite(*m)))) {
     // Nothing in it can change (or it does not decode as recorded): sent as
     // it was, with the new correlation id.
     bytes = e.request;
@@ -743,11 +884,13 @@ bool Engine::prepare_request(LiveConn& c, const Exchange& e, uint32_t idx, std::
   dec_.decode_request(e.request, edited);
   ExchangeResult& r = out_.exchanges[c.results[idx]];
   r.substitutions = state_.rewrite_request(edited, c.s->id);
-  // SASL/PLAIN with the given credentials.
-  if (edited.program->api_name == "SaslAuthenticate" && !o_.sasl_plain_user.empty()) {
+  // The login with the given credentials: the client's first message, then
+  // its answer to what the target sent last.
+  if (login) {
+    std::string token = c.sasl_started ? c.sasl_reply : c.sasl->first();
+    c.sasl_started = true;
     for (uint32_t i = edited.body + 1; i < edited.nodes.size(); ++i)
       if (ps_.field(edited.nodes[i].desc).name == "AuthBytes") {
-        std::string token = std::string(1, '\0') + o_.sasl_plain_user + std::string(1, '\0') + o_.sasl_plain_password;
         std::string_view s = edited.own(token);
         edited.nodes[i].v.p = reinterpret_cast<const uint8_t*>(s.data());
         edited.nodes[i].aux = static_cast<uint32_t>(s.size());
@@ -868,10 +1011,9 @@ void Engine::pump(LiveConn& c, int64_t now, int64_t& wake) {
     c.inflight.push_back({idx, c.corr, now, now + timeout, std::move(bytes), 1, now});
   }
   if (c.next >= ex.size() && c.inflight.empty() && c.retries.empty() && c.st != LiveConn::St::Done) {
-    if (c.fd >= 0) {
+    if (c.link.fd() >= 0) {
       if (traffic_.active() && c.st == LiveConn::St::Up) traffic_.finish(c.flow);
-      close(c.fd);
-      c.fd = -1;
+      c.link.close();
     }
     c.st = LiveConn::St::Done;
   }
@@ -887,6 +1029,7 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
   const Exchange& e = c.s->exchanges[f.exchange];
   ExchangeResult& r = out_.exchanges[c.results[f.exchange]];
   r.live_latency_us = now - f.sent_us;
+  if (c.sasl && e.api_key == 36 /* SaslAuthenticate */) sasl_answer(c, msg, r);
   if (!e.response.empty() && e.response.size() == msg.size() && !o_.on_response && o_.compare.expect.empty() &&
       std::equal(msg.begin() + 8, msg.end(), e.response.begin() + 8) &&
       (state_.differing() == 0 || !state_.learns_from(e.api_key))) {
@@ -997,6 +1140,22 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
   finish(c, f.exchange, regression ? Outcome::Regression : any ? Outcome::IgnoredOnly : Outcome::Same, {});
 }
 
+void Engine::sasl_answer(LiveConn& c, std::span<const uint8_t> msg, ExchangeResult& r) {
+  Frame f;
+  dec_.decode_response(msg, 36, r.api_version, f);
+  const Node* ec = f.body ? find_field(f, ps_, f.body, "ErrorCode") : nullptr;
+  const Node* ab = f.body ? find_field(f, ps_, f.body, "AuthBytes") : nullptr;
+  // A refused login is an error code the comparison reports.
+  if (!f.ok() || !ec || ec->v.i != 0 || !ab) return;
+  bool more = false;
+  std::string error;
+  if (!c.sasl->answer({reinterpret_cast<const char*>(ab->v.p), ab->aux}, c.sasl_reply, more, error)) {
+    TextBuffer t;
+    json_string(t, error);
+    r.differences.push_back({"body.authBytes", "\"the SASL " + c.sasl->login().mechanism + " login completed\"", t.str(), "", false});
+  }
+}
+
 void Engine::give_up(const std::string& why, int64_t /*now*/) {
   out_.target_lost = true;
   abandon(why);
@@ -1006,10 +1165,9 @@ void Engine::abandon(const std::string& why) {
   out_.notes.push_back(why);
   for (auto& c : conns_) {
     if (c.st == LiveConn::St::Done) continue;
-    if (c.fd >= 0) {
+    if (c.link.fd() >= 0) {
       if (traffic_.active() && c.st == LiveConn::St::Up) traffic_.finish(c.flow);
-      close(c.fd);
-      c.fd = -1;
+      c.link.close();
     }
     for (const InFlight& f : c.inflight) finish(c, f.exchange, Outcome::Unanswered, why);
     c.inflight.clear();
@@ -1025,10 +1183,12 @@ void Engine::abandon(const std::string& why) {
 void Engine::on_readable(LiveConn& c, int64_t now) {
   uint8_t buf[1 << 16];
   while (true) {
-    ssize_t n = recv(c.fd, buf, sizeof buf, 0);
-    if (n > 0) {
+    size_t n = 0;
+    std::string error;
+    const Link::Io io = c.link.read(buf, sizeof buf, n, error);
+    if (io == Link::Io::Done) {
       last_answer_us_ = now;
-      if (traffic_.active()) traffic_.data(c.flow, false, {buf, static_cast<size_t>(n)});
+      if (traffic_.active()) traffic_.data(c.flow, false, {buf, n});
       c.in.insert(c.in.end(), buf, buf + n);
       size_t off = 0;
       while (c.in.size() - off >= 4) {
@@ -1039,13 +1199,14 @@ void Engine::on_readable(LiveConn& c, int64_t now) {
         off += 4 + size;
       }
       c.in.erase(c.in.begin(), c.in.begin() + static_cast<ptrdiff_t>(off));
+      if (c.link.fd() < 0) return;
       // A short read emptied the socket: no second recv just to hear EAGAIN.
-      if (static_cast<size_t>(n) < sizeof buf || c.fd < 0) return;
+      // (TLS may hold decrypted bytes of a record read whole: read them too.)
+      if (n < sizeof buf && !c.link.buffered() && !c.link.tls()) return;
       continue;
     }
-    if (n == 0) { drop(c, now, "the target closed the connection"); return; }
-    if (errno == EAGAIN || errno == EINTR) return;
-    drop(c, now, std::string("connection error: ") + strerror(errno));
+    if (io == Link::Io::Closed) { drop(c, now, "the target closed the connection"); return; }
+    if (io == Link::Io::Failed) { drop(c, now, error); return; }
     return;
   }
 }
@@ -1127,11 +1288,12 @@ bool Engine::run(std::string& error) {
     owner.clear();
     for (size_t i = 0; i < conns_.size(); ++i) {
       LiveConn& c = conns_[i];
-      if (c.fd < 0) continue;
+      if (c.link.fd() < 0) continue;
       short ev = 0;
-      if (c.st == LiveConn::St::Connecting || c.out_off < c.out.size()) ev |= POLLOUT;
+      if (c.st == LiveConn::St::Handshaking) ev = c.tls_wants;
+      else if (c.st == LiveConn::St::Connecting || c.out_off < c.out.size()) ev |= POLLOUT;
       if (c.st == LiveConn::St::Up) ev |= POLLIN;
-      fds.push_back({c.fd, ev, 0});
+      fds.push_back({c.link.fd(), ev, 0});
       owner.push_back(i);
     }
     // ppoll: microsecond wake-ups, so recorded gaps are kept to well under a
@@ -1145,39 +1307,27 @@ bool Engine::run(std::string& error) {
     now = now_us();
     for (size_t k = 0; k < fds.size(); ++k) {
       LiveConn& c = conns_[owner[k]];
-      if (c.fd != fds[k].fd || !fds[k].revents) continue;
+      if (c.link.fd() != fds[k].fd || !fds[k].revents) continue;
       if (c.st == LiveConn::St::Connecting) {
         int err = 0;
         socklen_t len = sizeof err;
-        getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &err, &len);
+        getsockopt(c.link.fd(), SOL_SOCKET, SO_ERROR, &err, &len);
         if (err) {
-          close(c.fd);
-          c.fd = -1;
+          c.link.close();
           c.st = LiveConn::St::Idle;
           drop(c, now, std::string("cannot connect to ") + c.target + ": " + strerror(err));
           continue;
         }
         on_connected(c, now);
+      } else if (c.st == LiveConn::St::Handshaking) {
+        tls_step(c, now);
       }
       if ((fds[k].revents & (POLLIN | POLLHUP | POLLERR)) && c.st == LiveConn::St::Up) on_readable(c, now);
-      if (c.fd >= 0 && c.out_off < c.out.size()) {
-        ssize_t n = send(c.fd, c.out.data() + c.out_off, c.out.size() - c.out_off, MSG_NOSIGNAL);
-        if (n > 0) {
-          c.out_off += static_cast<size_t>(n);
-          if (c.out_off == c.out.size()) { c.out.clear(); c.out_off = 0; }
-        } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
-          drop(c, now, std::string("send failed: ") + strerror(errno));
-        }
-      }
+      if (c.st == LiveConn::St::Up) flush(c, now);
     }
     // Anything written into out this round goes out at once.
     for (auto& c : conns_) {
-      if (c.fd < 0 || c.st != LiveConn::St::Up || c.out_off >= c.out.size()) continue;
-      ssize_t n = send(c.fd, c.out.data() + c.out_off, c.out.size() - c.out_off, MSG_NOSIGNAL);
-      if (n > 0) {
-        c.out_off += static_cast<size_t>(n);
-        if (c.out_off == c.out.size()) { c.out.clear(); c.out_off = 0; }
-      }
+      if (c.st == LiveConn::St::Up && c.out_off < c.out.size()) flush(c, now);
     }
     progress(now, false);
   }

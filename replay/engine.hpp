@@ -21,7 +21,9 @@
 #include "dissector/protocol/frame.hpp"
 #include "dissector/protocol/program.hpp"
 #include "replay/compare.hpp"
+#include "replay/link.hpp"
 #include "replay/recording.hpp"
+#include "replay/sasl.hpp"
 #include "replay/state.hpp"
 
 namespace kwire::replay {
@@ -47,7 +49,14 @@ struct ReplayOptions {
   CompareOptions compare;
   double timeout_s = 30;                       // per request, at least twice the recorded latency
   double reconnect_s = 10;                     // give a connection up after this long unreachable
-  std::string sasl_plain_user, sasl_plain_password;  // SASL/PLAIN sessions are replayed with these
+  TlsClientOptions tls;                        // --tls*: connections to the target over TLS
+  // --sasl-*: sessions recorded with a mechanism log in with its credentials;
+  // the first also logs kwire's own connections in (those to a SASL listener).
+  std::vector<SaslLogin> sasl;
+  const SaslLogin* login_for(std::string_view mechanism) const {
+    for (const auto& l : sasl) if (l.mechanism == mechanism) return &l;
+    return nullptr;
+  }
   std::string record_out;                      // --record-out: the replay's own traffic, pcapng
   bool progress = false;                       // a status line on stderr (a terminal: rewritten in place)
   bool progress_lines = false;                 // with progress: a new line every 5 s (stderr is not a terminal)

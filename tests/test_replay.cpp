@@ -590,6 +590,19 @@ TEST(ReplayCli, UsageErrorsExitTwoAndSayWhat) {
   EXPECT_NE(r.err.find("/nonexistent.lua"), std::string::npos) << r.err;
 }
 
+TEST(ReplayCli, TlsAndSaslOptionsAreChecked) {
+  auto r = test::kwire_cmd("replay -r x.pcapng --target 127.0.0.1:1 --sasl-scram-256 alice");
+  EXPECT_EQ(exit_code(r), 2);
+  EXPECT_NE(r.err.find("--sasl-scram-256 needs USER:PASSWORD"), std::string::npos) << r.err;
+  r = test::kwire_cmd("replay -r x.pcapng --target 127.0.0.1:1 --sasl-plain a:b --sasl-plain c:d");
+  EXPECT_EQ(exit_code(r), 2);
+  EXPECT_NE(r.err.find("given twice"), std::string::npos) << r.err;
+  r = test::kwire_cmd("replay -r " + std::string(KWIRE_SOURCE_DIR) + "/captures/demo.pcapng" +
+                      " --target 127.0.0.1:1 --tls-ca /nonexistent/ca.pem");
+  EXPECT_EQ(exit_code(r), 2);
+  EXPECT_NE(r.err.find("--tls-ca /nonexistent/ca.pem"), std::string::npos) << r.err;
+}
+
 TEST(ReplayCli, HelpAndRules) {
   auto r = test::kwire_cmd("replay --help");
   EXPECT_EQ(exit_code(r), 0);

@@ -35,6 +35,10 @@
 #               with what was done; progress lines on a non-terminal stderr; --budget 4
 #               ends a run the same way.
 #   unreachable a target where nothing listens: exit 2 naming the target.
+#   tls-scram   captures/tls/scram-secrets.pcapng (SASL_SSL, SCRAM-SHA-256, TLS 1.3, read from
+#               its secrets blocks) against a fresh SASL_SSL broker, --tls-ca and
+#               --sasl-scram-256: exit 0, 0 regressions, every SaslAuthenticate the same;
+#               a wrong password, and no --tls-ca, each exit 2 naming the reason.
 #
 # Needs Java 17 and Maven (the broker), python3. Missing prerequisites fail the test.
 set -euo pipefail
@@ -310,6 +314,31 @@ PY
     (( RC == 1 )) || fail "exit status $RC with a spent budget, expected 1"
     (( SECONDS - t0 < 20 )) || fail "a 4 s budget took $((SECONDS - t0)) s"
     [[ $(json "r['summary']['stopped']") == "budget spent" ]] || fail "the report does not say the budget was spent"
+    note "ok"
+    ;;
+tls-scram)
+    # As the scenario's broker: SSL listeners, consumer heartbeats every 2 s.
+    KWIRE_BROKER_SSL=1 start_broker "group.consumer.min.heartbeat.interval.ms=1000" "group.consumer.heartbeat.interval.ms=2000"
+    # The recorded broker had served consumer groups before this session (the scenario's
+    # earlier captures), so its Metadata lists __consumer_offsets: a FindCoordinator from
+    # demo.pcapng, replayed on the plaintext listener, makes this broker create it too.
+    replay -r "$REPO/captures/demo.pcapng" --api FindCoordinator --timing fast -q
+    PORT=$SASL_SSL_PORT
+    cap=$REPO/captures/tls/scram-secrets.pcapng
+    replay -r "$cap" --setup -q --tls-ca "$TLS_CA_PEM" --sasl-scram-256 "$SCRAM_USER:$SCRAM_PASSWORD"
+    expect_clean
+    [[ $(json "sum(a['same'] for a in r['apis'] if a['api'].startswith('SaslAuthenticate'))") == 14 ]] \
+        || fail "the 14 SaslAuthenticate exchanges (7 logins) are not all the same"
+    grep -q "SCRAM-SHA-256 login to 127.0.0.1:$PORT as $SCRAM_USER: accepted" "$WORK/replay.out" || fail "no login note"
+    grep -q "TLS to 127.0.0.1:$PORT: TLSv1.3 .*certificate verified" "$WORK/replay.out" || fail "no TLS note"
+    replay -r "$cap" -q --tls-ca "$TLS_CA_PEM" --sasl-scram-256 "$SCRAM_USER:not-the-password"
+    (( RC == 2 )) || fail "a wrong password: exit status $RC, expected 2"
+    grep -q "refused the SASL SCRAM-SHA-256 login as $SCRAM_USER: 58 SASL_AUTHENTICATION_FAILED" "$WORK/replay.out" \
+        || fail "a wrong password: the reason is not given"
+    replay -r "$cap" -q --tls --sasl-scram-256 "$SCRAM_USER:$SCRAM_PASSWORD"
+    (( RC == 2 )) || fail "an unknown CA: exit status $RC, expected 2"
+    grep -q "certificate does not verify (self-signed certificate in certificate chain)" "$WORK/replay.out" \
+        || fail "an unknown CA: the reason is not given"
     note "ok"
     ;;
 unreachable)
