@@ -129,6 +129,14 @@ bool load_recording(const std::string& file, const ProgramSet& ps, const Session
   CaptureStats stats;
   if (!read_capture_file(file, capture, sessions, stats, error)) return false;
   if (stats.file_damaged) out.notes.push_back("the capture file is damaged; sessions end where it does");
+  // TLS it could not read is not replayed: say so, or a run of nothing passes.
+  if (const uint64_t n = sessions.stats().tls_undecrypted)
+    out.notes.push_back(std::to_string(n) + (n == 1 ? " TLS connection is" : " TLS connections are") +
+                        " not replayed: no key for them (give --tls-keylog FILE; kwire decode --stats names the"
+                        " client randoms it lacks)");
+  if (const uint64_t n = sessions.stats().tls_errors)
+    out.notes.push_back(std::to_string(n) + " TLS " + (n == 1 ? "record" : "records") +
+                        " did not decrypt; those connections are replayed up to where they stopped");
   for (auto& s : out.sessions) {
     if (s.skip.empty() && !s.sasl_mechanism.empty())
       s.skip = "authenticates with SASL " + s.sasl_mechanism;

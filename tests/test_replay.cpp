@@ -590,6 +590,14 @@ TEST(ReplayCli, UsageErrorsExitTwoAndSayWhat) {
   EXPECT_NE(r.err.find("/nonexistent.lua"), std::string::npos) << r.err;
 }
 
+TEST(ReplayCli, TlsWithoutKeysIsNamed) {
+  // captures/tls/scram.pcapng has 7 TLS connections (tshark: 7 ClientHellos) and no
+  // secrets blocks: without its key log there is nothing to replay, and it says why.
+  auto r = test::kwire_cmd("replay -r " + std::string(KWIRE_SOURCE_DIR) + "/captures/tls/scram.pcapng --target 127.0.0.1:1");
+  EXPECT_NE(r.err.find("7 TLS connections are not replayed: no key for them (give --tls-keylog FILE"), std::string::npos)
+      << r.err;
+}
+
 TEST(ReplayCli, TlsAndSaslOptionsAreChecked) {
   auto r = test::kwire_cmd("replay -r x.pcapng --target 127.0.0.1:1 --sasl-scram-256 alice");
   EXPECT_EQ(exit_code(r), 2);
