@@ -241,7 +241,7 @@ class Control {
     int fd = open_socket(a, error);
     if (fd < 0) return false;
     if (!link_.attach(fd, tls, host, error)) return false;
-    if (!ready(POLLOUT, deadline, error)) { if (error == "no answer in time") error = "connect timed out"; return false; }
+    if (!ready(POLLOUT, deadline, "connect timed out", error)) return false;
     int err = 0;
     socklen_t len = sizeof err;
     getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
@@ -250,10 +250,9 @@ class Control {
       const Link::Io io = link_.handshake(error);
       if (io == Link::Io::Done) return true;
       if (io == Link::Io::Failed || io == Link::Io::Closed) return false;
-      if (!ready(io == Link::Io::WantRead ? POLLIN : POLLOUT, deadline, error)) {
-        if (error == "no answer in time") error = "the TLS handshake did not finish in time (is it a TLS listener?)";
+      if (!ready(io == Link::Io::WantRead ? POLLIN : POLLOUT, deadline,
+                 "the TLS handshake did not finish in time (is it a TLS listener?)", error))
         return false;
-      }
     }
   }
   const Link& link() const { return link_; }
@@ -267,7 +266,7 @@ class Control {
       const Link::Io io = link_.write(request.data() + off, request.size() - off, n, error);
       if (io == Link::Io::Done) { off += n; continue; }
       if (io == Link::Io::Failed || io == Link::Io::Closed) return false;
-      if (!ready(io == Link::Io::WantRead ? POLLIN : POLLOUT, deadline, error)) return false;
+      if (!ready(io == Link::Io::WantRead ? POLLIN : POLLOUT, deadline, "no answer in time", error)) return false;
     }
     response.clear();
     uint8_t buf[65536];
@@ -281,17 +280,17 @@ class Control {
       if (io == Link::Io::Done) { response.insert(response.end(), buf, buf + n); continue; }
       if (io == Link::Io::Closed) { error = "the target closed the connection"; return false; }
       if (io == Link::Io::Failed) return false;
-      if (!ready(io == Link::Io::WantRead ? POLLIN : POLLOUT, deadline, error)) return false;
+      if (!ready(io == Link::Io::WantRead ? POLLIN : POLLOUT, deadline, "no answer in time", error)) return false;
     }
   }
 
  private:
   // Waits until the socket is ready for `events`, in steps of at most 100 ms
-  // so that a signal ends the wait.
-  bool ready(short events, int64_t deadline, std::string& error) {
+  // so that a signal ends the wait; `timeout` is the error past the deadline.
+  bool ready(short events, int64_t deadline, const char* timeout, std::string& error) {
     while (true) {
       int64_t left = deadline - now_us();
-      if (left <= 0) { error = "no answer in time"; return false; }
+      if (left <= 0) { error = timeout; return false; }
       if (control_stop && *control_stop) { error = "interrupted by a signal"; return false; }
       pollfd p{link_.fd(), events, 0};
       const int rc = poll(&p, 1, static_cast<int>(std::min<int64_t>(left / 1000 + 1, 100)));
@@ -411,7 +410,8 @@ class Engine {
   void tls_step(LiveConn& c, int64_t now);
   void up(LiveConn& c);
   void flush(LiveConn& c, int64_t now);
-  void sasl_answer(LiveConn& c, std::span<const uint8_t> msg, ExchangeResult& r);
+  void close_link(LiveConn& c);   // the socket (and TLS) closed, the --record-out flow finished
+  void sasl_answer(LiveConn& c, const Frame& live, ExchangeResult& r);
   void start_connect(LiveConn& c, int64_t now);
   void on_connected(LiveConn& c, int64_t now);
   void drop(LiveConn& c, int64_t now, const std::string& why);
@@ -840,6 +840,12 @@ void Engine::up(LiveConn& c) {
   }
 }
 
+void Engine::close_link(LiveConn& c) {
+  if (c.link.fd() < 0) return;
+  if (traffic_.active() && c.st == LiveConn::St::Up) traffic_.finish(c.flow);
+  c.link.close();
+}
+
 void Engine::flush(LiveConn& c, int64_t now) {
   while (c.link.fd() >= 0 && c.out_off < c.out.size()) {
     size_t n = 0;
@@ -853,10 +859,7 @@ void Engine::flush(LiveConn& c, int64_t now) {
 }
 
 void Engine::drop(LiveConn& c, int64_t now, const std::string& why) {
-  if (c.link.fd() >= 0) {
-    if (traffic_.active() && c.st == LiveConn::St::Up) traffic_.finish(c.flow);
-    c.link.close();
-  }
+  close_link(c);
   for (const InFlight& f : c.inflight) finish(c, f.exchange, Outcome::Unanswered, why);
   c.inflight.clear();
   for (const Retry& r : c.retries) finish(c, r.f.exchange, Outcome::Unanswered, why + " (while retrying)");
@@ -1011,10 +1014,7 @@ void Engine::pump(LiveConn& c, int64_t now, int64_t& wake) {
     c.inflight.push_back({idx, c.corr, now, now + timeout, std::move(bytes), 1, now});
   }
   if (c.next >= ex.size() && c.inflight.empty() && c.retries.empty() && c.st != LiveConn::St::Done) {
-    if (c.link.fd() >= 0) {
-      if (traffic_.active() && c.st == LiveConn::St::Up) traffic_.finish(c.flow);
-      c.link.close();
-    }
+    close_link(c);
     c.st = LiveConn::St::Done;
   }
 }
@@ -1029,7 +1029,6 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
   const Exchange& e = c.s->exchanges[f.exchange];
   ExchangeResult& r = out_.exchanges[c.results[f.exchange]];
   r.live_latency_us = now - f.sent_us;
-  if (c.sasl && e.api_key == 36 /* SaslAuthenticate */) sasl_answer(c, msg, r);
   if (!e.response.empty() && e.response.size() == msg.size() && !o_.on_response && o_.compare.expect.empty() &&
       std::equal(msg.begin() + 8, msg.end(), e.response.begin() + 8) &&
       (state_.differing() == 0 || !state_.learns_from(e.api_key))) {
@@ -1040,6 +1039,9 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
     return;
   }
   dec_.decode_response(msg, e.api_key, e.api_version, live_);
+  // (A SCRAM answer never equals the recorded one, so the shortcut above
+  // never skips the login's next step.)
+  if (c.sasl && e.api_key == 36 /* SaslAuthenticate */) sasl_answer(c, live_, r);
   if (e.response.empty()) {
     finish(c, f.exchange, Outcome::NotExpected, "the capture has no response to compare with");
     state_.learn_topics(live_, true);
@@ -1140,9 +1142,7 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
   finish(c, f.exchange, regression ? Outcome::Regression : any ? Outcome::IgnoredOnly : Outcome::Same, {});
 }
 
-void Engine::sasl_answer(LiveConn& c, std::span<const uint8_t> msg, ExchangeResult& r) {
-  Frame f;
-  dec_.decode_response(msg, 36, r.api_version, f);
+void Engine::sasl_answer(LiveConn& c, const Frame& f, ExchangeResult& r) {
   const Node* ec = f.body ? find_field(f, ps_, f.body, "ErrorCode") : nullptr;
   const Node* ab = f.body ? find_field(f, ps_, f.body, "AuthBytes") : nullptr;
   // A refused login is an error code the comparison reports.
@@ -1165,10 +1165,7 @@ void Engine::abandon(const std::string& why) {
   out_.notes.push_back(why);
   for (auto& c : conns_) {
     if (c.st == LiveConn::St::Done) continue;
-    if (c.link.fd() >= 0) {
-      if (traffic_.active() && c.st == LiveConn::St::Up) traffic_.finish(c.flow);
-      c.link.close();
-    }
+    close_link(c);
     for (const InFlight& f : c.inflight) finish(c, f.exchange, Outcome::Unanswered, why);
     c.inflight.clear();
     for (const Retry& r : c.retries) finish(c, r.f.exchange, Outcome::Unanswered, why);
