@@ -15,6 +15,10 @@
 #               producer ids, topic ids and fetch sessions substituted; 0 regressions.
 #   other       captures/other-clients.pcapng (kafka-python, kcat): exit 0, 0 regressions;
 #   other-fast  the same in --timing fast.
+#   go          captures/go-clients.pcapng (franz-go: classic and KIP-848 groups, four codecs,
+#               kadm admin calls; Sarama at two protocol versions): exit 0, 0 regressions,
+#               0 unanswered;
+#   go-fast     the same in --timing fast.
 #   plugin      demo against a broker whose description plugin fails permanently: exit 1,
 #               the report names StreamsGroupTopologyDescriptionUpdate body.errorCode.
 #   standby     stateful against a broker that allows no standby replicas
@@ -159,6 +163,21 @@ other|other-fast)
     else replay -r "$REPO/captures/other-clients.pcapng" -q --timing fast; fi
     expect_clean
     for client in kpy-admin kpy-consumer kcat-consumer kcat-zstd; do
+        [[ $(json "any(s['clientId']=='$client' and 'skipped' not in s for s in r['sessions'])") == True ]] \
+            || fail "no replayed session of $client"
+    done
+    note "ok"
+    ;;
+go|go-fast)
+    # captures/go-clients.pcapng (franz-go 1.22.3 and kadm: classic group go-classic, KIP-848
+    # group go-848, gzip/snappy/lz4/zstd producers, admin calls; Sarama 1.61.1 at 2.8.0 and
+    # at 4.3.1) against a fresh broker configured like the one it was recorded against: no
+    # regression, in both timings.
+    start_broker
+    if [[ $CASE == go ]]; then replay -r "$REPO/captures/go-clients.pcapng" -q
+    else replay -r "$REPO/captures/go-clients.pcapng" -q --timing fast; fi
+    expect_clean
+    for client in kgo-admin kgo-classic kgo-848 kgo-producer-zstd sarama-default-consumer sarama-max-producer; do
         [[ $(json "any(s['clientId']=='$client' and 'skipped' not in s for s in r['sessions'])") == True ]] \
             || fail "no replayed session of $client"
     done
