@@ -1,5 +1,6 @@
-// The key log reader and the pcapng secrets blocks. Decryption itself is
-// checked against tshark's on the real TLS captures (tests/tls/tls_oracle_test.py).
+// The key log reader, the pcapng secrets blocks, and TLS 1.2 CBC records
+// built by hand. Decryption of whole connections is checked against tshark's
+// on the real TLS captures (tests/tls/tls_oracle_test.py).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 
 #include "recorder/pcapng_writer.hpp"
 #include "tls/keylog.hpp"
+#include "tls/tls_layer.hpp"
 
 namespace kwire {
 namespace {
@@ -162,6 +164,107 @@ TEST(TlsKeyLog, SecretsBlocksTheWriterWritesAreReadBackInEveryFile) {
     ASSERT_NE(keys.find(TlsSecret::MasterSecret, random_of(kRandom)), nullptr) << f;
   }
   std::filesystem::remove_all(dir);
+}
+
+// TLS 1.2 CBC records made with Python's `cryptography` package (AES-CBC and
+// HMAC from it, record layout per RFC 5246 6.2.3.2 and RFC 7366), not by kwire:
+//   MAC then encrypt, AES-128, HMAC-SHA256, sequence number 1, application data:
+//     key 10..1f, MAC key 40..5f, IV a0..af (bytes counting up),
+//     content "kwire: one CBC record" (21 bytes), MAC 32 bytes, padding 10 (11 bytes of 0x0a).
+//   The same with one padding byte changed (0x0b) before encryption.
+//   Encrypt then MAC, AES-256, HMAC-SHA1, sequence number 7: key 20..3f, MAC
+//     key 60..73, IV c0..cf, content "encrypt_then_mac", padding 15 (16 bytes);
+//     the MAC over seq, header with the length of IV + ciphertext, IV + ciphertext.
+std::vector<uint8_t> counting(uint8_t from, size_t n) {
+  std::vector<uint8_t> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(from + i);
+  return v;
+}
+
+const std::string kMteRecord =
+    "a0a1a2a3a4a5a6a7a8a9aaabacadaeafa19272bde16c14a292fa42b30857f74e0276c951b6560c91cef5309b5a626d7c416ea1d49caa97b7dc"
+    "3552cdca520f7b9ffd18006c6ca9a4fd258b34dfcafd7a";
+const std::string kMteBadPadding =
+    "a0a1a2a3a4a5a6a7a8a9aaabacadaeafa19272bde16c14a292fa42b30857f74e0276c951b6560c91cef5309b5a626d7c416ea1d49caa97b7dc"
+    "3552cdca520f7be3410a21702a26ab91e0869505f92fea";
+const std::string kEtmRecord =
+    "c0c1c2c3c4c5c6c7c8c9cacbcccdcecfafd5658eb0b054ec2caaedab502ef0969130d438e80a724b6f7cc11b203f0a43cf51659ab4d70d"
+    "4350f8dff3691fb58ed176f20a";
+
+std::vector<uint8_t> header_for(size_t length) {
+  return {23, 3, 3, static_cast<uint8_t>(length >> 8), static_cast<uint8_t>(length)};
+}
+
+std::string text(const std::vector<uint8_t>& b) { return std::string(b.begin(), b.end()); }
+
+TEST(TlsCbc, OpensAMacThenEncryptRecordBuiltByHand) {
+  TlsCbcProtection p;
+  ASSERT_TRUE(p.set(counting(0x10, 16), counting(0x40, 32), TlsCbcProtection::Mac::Sha256, false));
+  const auto rec = hex(kMteRecord);
+  ASSERT_EQ(rec.size(), 80u);
+  std::vector<uint8_t> out = {'>'};
+  EXPECT_EQ(p.open(1, header_for(rec.size()), rec, out), nullptr);
+  EXPECT_EQ(text(out), ">kwire: one CBC record");
+}
+
+TEST(TlsCbc, AWrongSequenceNumberOrKeyIsABadMacAndAddsNothing) {
+  TlsCbcProtection p;
+  ASSERT_TRUE(p.set(counting(0x10, 16), counting(0x40, 32), TlsCbcProtection::Mac::Sha256, false));
+  const auto rec = hex(kMteRecord);
+  std::vector<uint8_t> out;
+  EXPECT_STREQ(p.open(0, header_for(rec.size()), rec, out), "bad record MAC");
+  EXPECT_TRUE(out.empty());
+  auto flipped = rec;
+  flipped[20] ^= 0x01;  // the first block of content: it decrypts to other bytes
+  EXPECT_STREQ(p.open(1, header_for(rec.size()), flipped, out), "bad record MAC");
+  EXPECT_TRUE(out.empty());
+  TlsCbcProtection other;
+  ASSERT_TRUE(other.set(counting(0x10, 16), counting(0x41, 32), TlsCbcProtection::Mac::Sha256, false));
+  EXPECT_STREQ(other.open(1, header_for(rec.size()), rec, out), "bad record MAC");
+  EXPECT_TRUE(out.empty());
+}
+
+TEST(TlsCbc, BadPaddingAndLengthsThatDoNotFitAreNamed) {
+  TlsCbcProtection p;
+  ASSERT_TRUE(p.set(counting(0x10, 16), counting(0x40, 32), TlsCbcProtection::Mac::Sha256, false));
+  const auto bad = hex(kMteBadPadding);
+  std::vector<uint8_t> out;
+  EXPECT_STREQ(p.open(1, header_for(bad.size()), bad, out), "bad padding");
+  EXPECT_TRUE(out.empty());
+  auto rec = hex(kMteRecord);
+  rec.pop_back();  // not whole blocks
+  const char* why = p.open(1, header_for(rec.size()), rec, out);
+  ASSERT_NE(why, nullptr);
+  EXPECT_STREQ(why, "the record's length does not fit CBC blocks and its MAC");
+  const std::vector<uint8_t> iv_only = counting(0, 16);
+  EXPECT_NE(p.open(1, header_for(16), iv_only, out), nullptr);
+  EXPECT_TRUE(out.empty());
+}
+
+TEST(TlsCbc, OpensAnEncryptThenMacRecordBuiltByHand) {
+  TlsCbcProtection p;
+  ASSERT_TRUE(p.set(counting(0x20, 32), counting(0x60, 20), TlsCbcProtection::Mac::Sha1, true));
+  const auto rec = hex(kEtmRecord);
+  ASSERT_EQ(rec.size(), 16u + 32u + 20u);
+  std::vector<uint8_t> out;
+  EXPECT_EQ(p.open(7, header_for(rec.size()), rec, out), nullptr);
+  EXPECT_EQ(text(out), "encrypt_then_mac");
+  // The same record read as MAC-then-encrypt does not open.
+  TlsCbcProtection mte;
+  ASSERT_TRUE(mte.set(counting(0x20, 32), counting(0x60, 20), TlsCbcProtection::Mac::Sha1, false));
+  out.clear();
+  EXPECT_NE(mte.open(7, header_for(rec.size()), rec, out), nullptr);
+  EXPECT_TRUE(out.empty());
+  // A changed ciphertext byte fails the MAC before anything is decrypted.
+  auto flipped = rec;
+  flipped[30] ^= 0x80;
+  EXPECT_STREQ(p.open(7, header_for(rec.size()), flipped, out), "bad record MAC");
+}
+
+TEST(TlsCbc, KeysThatDoNotFitTheSuiteAreRefused) {
+  TlsCbcProtection p;
+  EXPECT_FALSE(p.set(counting(0, 24), counting(0, 20), TlsCbcProtection::Mac::Sha1, false));   // AES-192: no such suite
+  EXPECT_FALSE(p.set(counting(0, 16), counting(0, 32), TlsCbcProtection::Mac::Sha384, false)); // SHA-384 MAC key is 48
 }
 
 }  // namespace

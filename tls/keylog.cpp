@@ -40,8 +40,11 @@ constexpr Label kLabels[] = {
     {"SERVER_TRAFFIC_SECRET_0", TlsSecret::ServerTraffic0},
 };
 // Labels of the format that kwire has no use for; read without a warning.
+// OpenSSL logs the secret of each TLS 1.3 key update as CLIENT_/SERVER_TRAFFIC_SECRET_N
+// (the next one each time, no number); kwire derives those itself (RFC 8446 7.2).
 constexpr std::string_view kKnownUnused[] = {
-    "EXPORTER_SECRET", "CLIENT_EARLY_TRAFFIC_SECRET", "EARLY_EXPORTER_SECRET", "EARLY_EXPORTER_MASTER_SECRET",
+    "EXPORTER_SECRET",         "CLIENT_EARLY_TRAFFIC_SECRET", "EARLY_EXPORTER_SECRET", "EARLY_EXPORTER_MASTER_SECRET",
+    "CLIENT_TRAFFIC_SECRET_N", "SERVER_TRAFFIC_SECRET_N",
 };
 
 std::vector<std::string_view> words(std::string_view line) {

@@ -1,6 +1,7 @@
 #include "tls/tls_layer.hpp"
 
 #include <openssl/core_names.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/kdf.h>
 
@@ -13,48 +14,58 @@ namespace kwire {
 
 namespace {
 
-enum class Aead : uint8_t { Aes128Gcm, Aes256Gcm, ChaCha20Poly1305 };
+enum class Cipher : uint8_t { Aes128Gcm, Aes256Gcm, ChaCha20Poly1305, Aes128Cbc, Aes256Cbc };
 
 struct Suite {
   uint16_t id;
   const char* name;
   bool tls13;
-  Aead aead;
+  Cipher cipher;
   bool sha384;  // the suite's hash (HKDF, PRF); SHA-256 otherwise
+  // CBC suites: the record MAC's hash and its length (the MAC key's too).
+  TlsCbcProtection::Mac mac = TlsCbcProtection::Mac::Sha1;
+  size_t mac_length = 0;
 };
+
+using Mac = TlsCbcProtection::Mac;
 
 constexpr Suite kSuites[] = {
-    {0x1301, "TLS_AES_128_GCM_SHA256", true, Aead::Aes128Gcm, false},
-    {0x1302, "TLS_AES_256_GCM_SHA384", true, Aead::Aes256Gcm, true},
-    {0x1303, "TLS_CHACHA20_POLY1305_SHA256", true, Aead::ChaCha20Poly1305, false},
-    {0xC02B, "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", false, Aead::Aes128Gcm, false},
-    {0xC02C, "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", false, Aead::Aes256Gcm, true},
-    {0xC02F, "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", false, Aead::Aes128Gcm, false},
-    {0xC030, "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384", false, Aead::Aes256Gcm, true},
-    {0x009C, "TLS_RSA_WITH_AES_128_GCM_SHA256", false, Aead::Aes128Gcm, false},
-    {0x009D, "TLS_RSA_WITH_AES_256_GCM_SHA384", false, Aead::Aes256Gcm, true},
-    {0x009E, "TLS_DHE_RSA_WITH_AES_128_GCM_SHA256", false, Aead::Aes128Gcm, false},
-    {0x009F, "TLS_DHE_RSA_WITH_AES_256_GCM_SHA384", false, Aead::Aes256Gcm, true},
-    {0x00A2, "TLS_DHE_DSS_WITH_AES_128_GCM_SHA256", false, Aead::Aes128Gcm, false},
-    {0x00A3, "TLS_DHE_DSS_WITH_AES_256_GCM_SHA384", false, Aead::Aes256Gcm, true},
-    {0xCCA8, "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256", false, Aead::ChaCha20Poly1305, false},
-    {0xCCA9, "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256", false, Aead::ChaCha20Poly1305, false},
-    {0xCCAA, "TLS_DHE_RSA_WITH_CHACHA20_POLY1305_SHA256", false, Aead::ChaCha20Poly1305, false},
+    {0x1301, "TLS_AES_128_GCM_SHA256", true, Cipher::Aes128Gcm, false},
+    {0x1302, "TLS_AES_256_GCM_SHA384", true, Cipher::Aes256Gcm, true},
+    {0x1303, "TLS_CHACHA20_POLY1305_SHA256", true, Cipher::ChaCha20Poly1305, false},
+    {0xC02B, "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", false, Cipher::Aes128Gcm, false},
+    {0xC02C, "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", false, Cipher::Aes256Gcm, true},
+    {0xC02F, "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", false, Cipher::Aes128Gcm, false},
+    {0xC030, "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384", false, Cipher::Aes256Gcm, true},
+    {0x009C, "TLS_RSA_WITH_AES_128_GCM_SHA256", false, Cipher::Aes128Gcm, false},
+    {0x009D, "TLS_RSA_WITH_AES_256_GCM_SHA384", false, Cipher::Aes256Gcm, true},
+    {0x009E, "TLS_DHE_RSA_WITH_AES_128_GCM_SHA256", false, Cipher::Aes128Gcm, false},
+    {0x009F, "TLS_DHE_RSA_WITH_AES_256_GCM_SHA384", false, Cipher::Aes256Gcm, true},
+    {0x00A2, "TLS_DHE_DSS_WITH_AES_128_GCM_SHA256", false, Cipher::Aes128Gcm, false},
+    {0x00A3, "TLS_DHE_DSS_WITH_AES_256_GCM_SHA384", false, Cipher::Aes256Gcm, true},
+    {0xCCA8, "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256", false, Cipher::ChaCha20Poly1305, false},
+    {0xCCA9, "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256", false, Cipher::ChaCha20Poly1305, false},
+    {0xCCAA, "TLS_DHE_RSA_WITH_CHACHA20_POLY1305_SHA256", false, Cipher::ChaCha20Poly1305, false},
+    // TLS 1.2 CBC with HMAC: the PRF is SHA-256 but for the _SHA384 suites (RFC 5246 5, RFC 5289 3.2).
+    {0x002F, "TLS_RSA_WITH_AES_128_CBC_SHA", false, Cipher::Aes128Cbc, false, Mac::Sha1, 20},
+    {0x0035, "TLS_RSA_WITH_AES_256_CBC_SHA", false, Cipher::Aes256Cbc, false, Mac::Sha1, 20},
+    {0x003C, "TLS_RSA_WITH_AES_128_CBC_SHA256", false, Cipher::Aes128Cbc, false, Mac::Sha256, 32},
+    {0x003D, "TLS_RSA_WITH_AES_256_CBC_SHA256", false, Cipher::Aes256Cbc, false, Mac::Sha256, 32},
+    {0x0033, "TLS_DHE_RSA_WITH_AES_128_CBC_SHA", false, Cipher::Aes128Cbc, false, Mac::Sha1, 20},
+    {0x0039, "TLS_DHE_RSA_WITH_AES_256_CBC_SHA", false, Cipher::Aes256Cbc, false, Mac::Sha1, 20},
+    {0x0067, "TLS_DHE_RSA_WITH_AES_128_CBC_SHA256", false, Cipher::Aes128Cbc, false, Mac::Sha256, 32},
+    {0x006B, "TLS_DHE_RSA_WITH_AES_256_CBC_SHA256", false, Cipher::Aes256Cbc, false, Mac::Sha256, 32},
+    {0xC009, "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA", false, Cipher::Aes128Cbc, false, Mac::Sha1, 20},
+    {0xC00A, "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA", false, Cipher::Aes256Cbc, false, Mac::Sha1, 20},
+    {0xC013, "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA", false, Cipher::Aes128Cbc, false, Mac::Sha1, 20},
+    {0xC014, "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA", false, Cipher::Aes256Cbc, false, Mac::Sha1, 20},
+    {0xC023, "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256", false, Cipher::Aes128Cbc, false, Mac::Sha256, 32},
+    {0xC024, "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA384", false, Cipher::Aes256Cbc, true, Mac::Sha384, 48},
+    {0xC027, "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256", false, Cipher::Aes128Cbc, false, Mac::Sha256, 32},
+    {0xC028, "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA384", false, Cipher::Aes256Cbc, true, Mac::Sha384, 48},
 };
 
-// Suites kwire names but does not decrypt (CBC with HMAC).
-struct Named {
-  uint16_t id;
-  const char* name;
-};
-constexpr Named kOtherSuites[] = {
-    {0x002F, "TLS_RSA_WITH_AES_128_CBC_SHA"},         {0x0035, "TLS_RSA_WITH_AES_256_CBC_SHA"},
-    {0x003C, "TLS_RSA_WITH_AES_128_CBC_SHA256"},      {0x003D, "TLS_RSA_WITH_AES_256_CBC_SHA256"},
-    {0xC009, "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA"}, {0xC00A, "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA"},
-    {0xC013, "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA"},   {0xC014, "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA"},
-    {0xC023, "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256"}, {0xC024, "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA384"},
-    {0xC027, "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256"},   {0xC028, "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA384"},
-};
+bool is_cbc(Cipher c) { return c == Cipher::Aes128Cbc || c == Cipher::Aes256Cbc; }
 
 const Suite* suite_of(uint16_t id) {
   for (const Suite& s : kSuites) {
@@ -65,21 +76,20 @@ const Suite* suite_of(uint16_t id) {
 
 std::string suite_name(uint16_t id) {
   if (const Suite* s = suite_of(id)) return s->name;
-  for (const Named& n : kOtherSuites) {
-    if (n.id == id) return n.name;
-  }
   char buf[24];
   std::snprintf(buf, sizeof buf, "cipher suite 0x%04X", id);
   return buf;
 }
 
-size_t key_length(Aead a) { return a == Aead::Aes128Gcm ? 16 : 32; }
+size_t key_length(Cipher a) { return a == Cipher::Aes128Gcm || a == Cipher::Aes128Cbc ? 16 : 32; }
 
-const EVP_CIPHER* evp_cipher(Aead a) {
+const EVP_CIPHER* evp_cipher(Cipher a) {
   switch (a) {
-    case Aead::Aes128Gcm: return EVP_aes_128_gcm();
-    case Aead::Aes256Gcm: return EVP_aes_256_gcm();
-    case Aead::ChaCha20Poly1305: return EVP_chacha20_poly1305();
+    case Cipher::Aes128Gcm: return EVP_aes_128_gcm();
+    case Cipher::Aes256Gcm: return EVP_aes_256_gcm();
+    case Cipher::ChaCha20Poly1305: return EVP_chacha20_poly1305();
+    case Cipher::Aes128Cbc: return EVP_aes_128_cbc();
+    case Cipher::Aes256Cbc: return EVP_aes_256_cbc();
   }
   return nullptr;
 }
@@ -156,8 +166,10 @@ constexpr size_t kMaxHandshakeMessage = 1u << 18;
 
 uint16_t be16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
 
+constexpr const char* kBadMac = "bad record MAC";
+
 // One direction's record protection: an AEAD key, its IV and the record
-// sequence number.
+// sequence number; or, for a TLS 1.2 CBC suite, TlsCbcProtection.
 class Protection {
  public:
   Protection() = default;
@@ -165,11 +177,12 @@ class Protection {
   Protection& operator=(const Protection&) = delete;
   ~Protection() { EVP_CIPHER_CTX_free(ctx_); }
 
-  bool set(Aead a, bool tls13, std::span<const uint8_t> key, std::span<const uint8_t> iv) {
+  bool set(Cipher a, bool tls13, std::span<const uint8_t> key, std::span<const uint8_t> iv) {
     if (!ctx_) ctx_ = EVP_CIPHER_CTX_new();
     if (!ctx_) return false;
+    cbc_.reset();
     tls13_ = tls13;
-    explicit_nonce_ = !tls13 && a != Aead::ChaCha20Poly1305;  // TLS 1.2 GCM: 4-byte salt + 8 on the wire
+    explicit_nonce_ = !tls13 && a != Cipher::ChaCha20Poly1305;  // TLS 1.2 GCM: 4-byte salt + 8 on the wire
     if (EVP_DecryptInit_ex(ctx_, evp_cipher(a), nullptr, nullptr, nullptr) <= 0) return false;
     if (EVP_CIPHER_CTX_ctrl(ctx_, EVP_CTRL_AEAD_SET_IVLEN, 12, nullptr) <= 0) return false;
     if (EVP_DecryptInit_ex(ctx_, nullptr, nullptr, key.data(), nullptr) <= 0) return false;
@@ -179,14 +192,25 @@ class Protection {
     ready_ = true;
     return true;
   }
+  bool set_cbc(std::span<const uint8_t> key, std::span<const uint8_t> mac_key, Mac mac, bool encrypt_then_mac) {
+    cbc_ = std::make_unique<TlsCbcProtection>();
+    seq_ = 0;
+    ready_ = cbc_->set(key, mac_key, mac, encrypt_then_mac);
+    return ready_;
+  }
   bool ready() const { return ready_; }
 
   // Decrypts one record (`header` its 5 bytes, `payload` the rest) and
-  // appends the plaintext to `out`; false when it does not authenticate.
-  bool open(std::span<const uint8_t> header, std::span<const uint8_t> payload, std::vector<uint8_t>& out) {
+  // appends the plaintext to `out`; nullptr, or why it does not open.
+  const char* open(std::span<const uint8_t> header, std::span<const uint8_t> payload, std::vector<uint8_t>& out) {
+    if (cbc_) {
+      const char* why = cbc_->open(seq_, header, payload, out);
+      if (!why) ++seq_;
+      return why;
+    }
     constexpr size_t kTag = 16;
     const size_t lead = explicit_nonce_ ? 8 : 0;
-    if (payload.size() < lead + kTag) return false;
+    if (payload.size() < lead + kTag) return kBadMac;
     uint8_t nonce[12];
     std::memcpy(nonce, iv_, 12);
     if (explicit_nonce_) {
@@ -210,26 +234,27 @@ class Protection {
       aad_len = 13;
     }
     int len = 0;
-    if (EVP_DecryptInit_ex(ctx_, nullptr, nullptr, nullptr, nonce) <= 0) return false;
-    if (EVP_DecryptUpdate(ctx_, nullptr, &len, aad, static_cast<int>(aad_len)) <= 0) return false;
+    if (EVP_DecryptInit_ex(ctx_, nullptr, nullptr, nullptr, nonce) <= 0) return kBadMac;
+    if (EVP_DecryptUpdate(ctx_, nullptr, &len, aad, static_cast<int>(aad_len)) <= 0) return kBadMac;
     const size_t base = out.size();
     out.resize(base + n);
     if (n > 0 && EVP_DecryptUpdate(ctx_, out.data() + base, &len, payload.data() + lead, static_cast<int>(n)) <= 0) {
       out.resize(base);
-      return false;
+      return kBadMac;
     }
     if (EVP_CIPHER_CTX_ctrl(ctx_, EVP_CTRL_AEAD_SET_TAG, static_cast<int>(kTag),
                             const_cast<uint8_t*>(payload.data() + payload.size() - kTag)) <= 0 ||
         EVP_DecryptFinal_ex(ctx_, out.data() + base + n, &len) <= 0) {
       out.resize(base);
-      return false;
+      return kBadMac;
     }
     ++seq_;
-    return true;
+    return nullptr;
   }
 
  private:
   EVP_CIPHER_CTX* ctx_ = nullptr;
+  std::unique_ptr<TlsCbcProtection> cbc_;
   uint8_t iv_[12] = {};
   uint64_t seq_ = 0;
   bool tls13_ = false;
@@ -245,6 +270,102 @@ std::string not_a_header(std::span<const uint8_t> b) {
 }
 
 }  // namespace
+
+TlsCbcProtection::~TlsCbcProtection() {
+  EVP_CIPHER_CTX_free(ctx_);
+  EVP_MAC_CTX_free(mac_);
+}
+
+bool TlsCbcProtection::set(std::span<const uint8_t> key, std::span<const uint8_t> mac_key, Mac mac,
+                           bool encrypt_then_mac) {
+  const EVP_CIPHER* cipher = key.size() == 16 ? EVP_aes_128_cbc() : key.size() == 32 ? EVP_aes_256_cbc() : nullptr;
+  const char* digest = mac == Mac::Sha1 ? "SHA1" : mac == Mac::Sha256 ? "SHA256" : "SHA384";
+  mac_length_ = mac == Mac::Sha1 ? 20 : mac == Mac::Sha256 ? 32 : 48;
+  if (!cipher || mac_key.size() != mac_length_) return false;
+  if (!ctx_) ctx_ = EVP_CIPHER_CTX_new();
+  if (!mac_) {
+    EVP_MAC* hmac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
+    if (!hmac) return false;
+    mac_ = EVP_MAC_CTX_new(hmac);
+    EVP_MAC_free(hmac);
+  }
+  if (!ctx_ || !mac_) return false;
+  OSSL_PARAM params[] = {
+      OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, const_cast<char*>(digest), 0),
+      OSSL_PARAM_construct_end(),
+  };
+  if (EVP_MAC_CTX_set_params(mac_, params) <= 0) return false;
+  if (EVP_DecryptInit_ex(ctx_, cipher, nullptr, key.data(), nullptr) <= 0) return false;
+  if (EVP_CIPHER_CTX_set_padding(ctx_, 0) <= 0) return false;  // TLS padding is checked here, not by EVP
+  mac_key_.assign(mac_key.begin(), mac_key.end());
+  etm_ = encrypt_then_mac;
+  return true;
+}
+
+// HMAC(MAC key, seq_num + type + version + length + data), RFC 5246 6.2.3.1.
+bool TlsCbcProtection::mac(uint64_t seq, std::span<const uint8_t> header, std::span<const uint8_t> data, uint8_t* out) {
+  uint8_t pre[13];
+  for (int i = 0; i < 8; ++i) pre[i] = static_cast<uint8_t>(seq >> (56 - 8 * i));
+  pre[8] = header[0];
+  pre[9] = header[1];
+  pre[10] = header[2];
+  pre[11] = static_cast<uint8_t>(data.size() >> 8);
+  pre[12] = static_cast<uint8_t>(data.size());
+  size_t len = 0;
+  return EVP_MAC_init(mac_, mac_key_.data(), mac_key_.size(), nullptr) > 0 && EVP_MAC_update(mac_, pre, sizeof pre) > 0 &&
+         (data.empty() || EVP_MAC_update(mac_, data.data(), data.size()) > 0) &&
+         EVP_MAC_final(mac_, out, &len, 64) > 0 && len == mac_length_;
+}
+
+const char* TlsCbcProtection::open(uint64_t seq, std::span<const uint8_t> header, std::span<const uint8_t> payload,
+                                   std::vector<uint8_t>& out) {
+  constexpr size_t kBlock = 16;
+  uint8_t want[64];
+  if (etm_) {
+    // RFC 7366: IV + ciphertext + MAC over both.
+    if (payload.size() < mac_length_ + 2 * kBlock || (payload.size() - mac_length_) % kBlock != 0)
+      return "the record's length does not fit CBC blocks and its MAC";
+    const auto sealed = payload.first(payload.size() - mac_length_);
+    if (!mac(seq, header, sealed, want)) return "libcrypto failed computing the record MAC";
+    if (CRYPTO_memcmp(want, payload.data() + sealed.size(), mac_length_) != 0) return kBadMac;
+    payload = sealed;
+  } else if (payload.size() < kBlock + std::max(kBlock, (mac_length_ + 1 + kBlock - 1) / kBlock * kBlock) ||
+             payload.size() % kBlock != 0) {
+    return "the record's length does not fit CBC blocks and its MAC";
+  }
+  const size_t n = payload.size() - kBlock;
+  const size_t base = out.size();
+  out.resize(base + n);
+  int len = 0;
+  if (EVP_DecryptInit_ex(ctx_, nullptr, nullptr, nullptr, payload.data()) <= 0 ||
+      EVP_DecryptUpdate(ctx_, out.data() + base, &len, payload.data() + kBlock, static_cast<int>(n)) <= 0 ||
+      static_cast<size_t>(len) != n) {
+    out.resize(base);
+    return "libcrypto failed decrypting the record";
+  }
+  // Content, then (MAC-then-encrypt) its MAC, then padding: padding_length + 1 bytes, each padding_length.
+  const uint8_t pad = out[base + n - 1];
+  const size_t tail = pad + 1u + (etm_ ? 0 : mac_length_);
+  bool padded = tail <= n;
+  for (size_t i = 0; padded && i <= pad; ++i) padded = out[base + n - 1 - i] == pad;
+  if (!padded) {
+    out.resize(base);
+    return "bad padding";
+  }
+  const size_t content = n - tail;
+  if (!etm_) {
+    if (!mac(seq, header, {out.data() + base, content}, want)) {
+      out.resize(base);
+      return "libcrypto failed computing the record MAC";
+    }
+    if (CRYPTO_memcmp(want, out.data() + base + content, mac_length_) != 0) {
+      out.resize(base);
+      return kBadMac;
+    }
+  }
+  out.resize(base + content);
+  return nullptr;
+}
 
 bool looks_like_tls_record(std::span<const uint8_t> b) {
   if (b.size() < 5) return false;
@@ -280,6 +401,7 @@ struct TlsLayer::Conn {
   TlsRandom client_random{};
   TlsRandom server_random{};
   uint16_t version = 0;              // 0x0303, 0x0304
+  bool encrypt_then_mac = false;     // the ServerHello's extension 22 (TLS 1.2 CBC suites)
   const Suite* suite = nullptr;
   std::vector<uint8_t> session_id;
   const char* side_name(int side) const { return side == 0 ? "client" : "server"; }
@@ -435,10 +557,10 @@ bool TlsLayer::record(Conn& c, int side, std::span<const uint8_t> rec, uint64_t 
   }
   if (!d.protection.ready()) return false;
   const size_t base = d.out.size();
-  if (!d.protection.open(rec.first(5), payload, d.out)) {
+  if (const char* why = d.protection.open(rec.first(5), payload, d.out)) {
     fail(c, side, at,
-         "TLS record does not decrypt (bad record MAC): the key log's secret for this connection is wrong, or the "
-         "capture is damaged",
+         std::string("TLS record does not decrypt (") + why +
+             "): the key log's secret for this connection is wrong, or the capture is damaged",
          meta);
     return false;
   }
@@ -502,9 +624,9 @@ bool TlsLayer::switch_keys(Conn& c, int side, const PacketMeta& meta) {
   d.secret = std::move(next);
   ++d.epoch;
   uint8_t key[32], iv[12];
-  const size_t klen = key_length(c.suite->aead);
+  const size_t klen = key_length(c.suite->cipher);
   if (!expand_label(*c.suite, d.secret, "key", klen, key) || !expand_label(*c.suite, d.secret, "iv", 12, iv) ||
-      !d.protection.set(c.suite->aead, true, {key, klen}, {iv, 12})) {
+      !d.protection.set(c.suite->cipher, true, {key, klen}, {iv, 12})) {
     fail(c, side, d.switch_at, "cannot set up the traffic keys (libcrypto)", meta);
     return false;
   }
@@ -567,6 +689,7 @@ bool TlsLayer::message(Conn& c, int side, uint8_t type, std::span<const uint8_t>
       while (p + 4 <= end) {
         const uint16_t ext = be16(body.data() + p), elen = be16(body.data() + p + 2);
         if (ext == 43 && elen == 2 && p + 6 <= end) c.version = be16(body.data() + p + 4);  // supported_versions
+        if (ext == 22) c.encrypt_then_mac = true;  // RFC 7366
         p += 4 + elen;
       }
     }
@@ -583,7 +706,7 @@ bool TlsLayer::message(Conn& c, int side, uint8_t type, std::span<const uint8_t>
     }
     if (!c.suite || c.suite->tls13 != (c.version == 0x0304)) {
       not_decrypted(c, version + " with " + suite_name(suite) +
-                           ", which kwire does not decrypt (AES-GCM and ChaCha20-Poly1305 suites only; client random " +
+                           ", which kwire does not decrypt (AES-GCM, ChaCha20-Poly1305 and AES-CBC with HMAC suites only; client random " +
                            hex_string(c.client_random) + ")",
                     meta);
       return false;
@@ -668,7 +791,7 @@ void TlsLayer::keys_added(const PacketMeta& meta) {
 
 bool TlsLayer::keys_for(Conn& c, const PacketMeta& meta) {
   const Suite& s = *c.suite;
-  const size_t klen = key_length(s.aead);
+  const size_t klen = key_length(s.cipher);
   if (c.version == 0x0304) {
     const auto* ch = keys_.find(TlsSecret::ClientHandshake, c.client_random);
     const auto* sh = keys_.find(TlsSecret::ServerHandshake, c.client_random);
@@ -681,7 +804,7 @@ bool TlsLayer::keys_for(Conn& c, const PacketMeta& meta) {
       d.secret = side == 0 ? *ch : *sh;
       uint8_t key[32], iv[12];
       if (d.secret.size() != hash_length(s) || !expand_label(s, d.secret, "key", klen, key) ||
-          !expand_label(s, d.secret, "iv", 12, iv) || !d.protection.set(s.aead, true, {key, klen}, {iv, 12})) {
+          !expand_label(s, d.secret, "iv", 12, iv) || !d.protection.set(s.cipher, true, {key, klen}, {iv, 12})) {
         not_decrypted(c, "TLS 1.3, the key log's handshake secret for client random " + hex_string(c.client_random) +
                              " does not fit " + s.name,
                       meta);
@@ -698,11 +821,23 @@ bool TlsLayer::keys_for(Conn& c, const PacketMeta& meta) {
     not_decrypted(c, missing_key(c), meta);
     return false;
   }
-  const size_t ivlen = s.aead == Aead::ChaCha20Poly1305 ? 12 : 4;
+  if (is_cbc(s.cipher)) {
+    // RFC 5246 6.3: client and server MAC keys, then client and server write keys (the IVs are per record).
+    const size_t mlen = s.mac_length;
+    uint8_t block[2 * 48 + 2 * 32];
+    if (!key_block(s, *master, c.server_random, c.client_random, 2 * mlen + 2 * klen, block) ||
+        !c.dir[0].protection.set_cbc({block + 2 * mlen, klen}, {block, mlen}, s.mac, c.encrypt_then_mac) ||
+        !c.dir[1].protection.set_cbc({block + 2 * mlen + klen, klen}, {block + mlen, mlen}, s.mac, c.encrypt_then_mac)) {
+      not_decrypted(c, "TLS 1.2, cannot derive the keys (libcrypto)", meta);
+      return false;
+    }
+    return true;
+  }
+  const size_t ivlen = s.cipher == Cipher::ChaCha20Poly1305 ? 12 : 4;
   uint8_t block[2 * 32 + 2 * 12];
   if (!key_block(s, *master, c.server_random, c.client_random, 2 * klen + 2 * ivlen, block) ||
-      !c.dir[0].protection.set(s.aead, false, {block, klen}, {block + 2 * klen, ivlen}) ||
-      !c.dir[1].protection.set(s.aead, false, {block + klen, klen}, {block + 2 * klen + ivlen, ivlen})) {
+      !c.dir[0].protection.set(s.cipher, false, {block, klen}, {block + 2 * klen, ivlen}) ||
+      !c.dir[1].protection.set(s.cipher, false, {block + klen, klen}, {block + 2 * klen + ivlen, ivlen})) {
     not_decrypted(c, "TLS 1.2, cannot derive the keys (libcrypto)", meta);
     return false;
   }

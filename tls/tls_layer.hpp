@@ -4,9 +4,12 @@
 // connection's bytes (offsets count plaintext). Every other connection passes
 // through untouched.
 //
-// TLS 1.2 and 1.3 with AES-128/256-GCM and ChaCha20-Poly1305; keys from a
+// TLS 1.2 and 1.3 with AES-128/256-GCM and ChaCha20-Poly1305, TLS 1.3 key
+// updates, and TLS 1.2 AES-128/256-CBC with HMAC-SHA1/-SHA256/-SHA384 (MAC
+// then encrypt, or encrypt_then_mac when the ServerHello says so); keys from a
 // TlsKeyLog. Records may span segments and a segment may hold several. The
-// cryptography is OpenSSL's libcrypto (EVP AEAD, HKDF, TLS1-PRF).
+// cryptography is OpenSSL's libcrypto (EVP AEAD and CBC, EVP_MAC HMAC, HKDF,
+// TLS1-PRF).
 //
 // A connection is decided when both hellos are seen: it is decrypted, or it
 // is NotDecrypted with the reason (the client random whose key the log lacks,
@@ -16,6 +19,8 @@
 // stops there. Memory: at most one partial record and one partial handshake
 // message per direction.
 #pragma once
+
+#include <openssl/types.h>
 
 #include <cstdint>
 #include <memory>
@@ -39,6 +44,39 @@ struct TlsStats {
 // Whether `b` starts like a TLS record: a content type, a 3.x version and a
 // length a record may have.
 bool looks_like_tls_record(std::span<const uint8_t> b);
+
+// One direction of a TLS 1.2 record protection by AES-CBC with HMAC
+// (RFC 5246 6.2.3.2): the record is an explicit IV and the CBC encryption of
+// content, MAC and padding; with encrypt_then_mac (RFC 7366) the MAC follows
+// the IV and ciphertext and covers them. The caller counts sequence numbers.
+class TlsCbcProtection {
+ public:
+  enum class Mac : uint8_t { Sha1, Sha256, Sha384 };
+
+  TlsCbcProtection() = default;
+  TlsCbcProtection(const TlsCbcProtection&) = delete;
+  TlsCbcProtection& operator=(const TlsCbcProtection&) = delete;
+  ~TlsCbcProtection();
+
+  // `key`: 16 or 32 bytes (AES-128, AES-256); `mac_key`: the hash's length.
+  // False when they do not fit or libcrypto fails.
+  bool set(std::span<const uint8_t> key, std::span<const uint8_t> mac_key, Mac mac, bool encrypt_then_mac);
+
+  // Opens record number `seq` (`header` its 5 bytes, `payload` the rest) and
+  // appends its content to `out`; nullptr, or what is wrong ("bad record
+  // MAC", "bad padding", a length that does not fit), `out` then unchanged.
+  const char* open(uint64_t seq, std::span<const uint8_t> header, std::span<const uint8_t> payload,
+                   std::vector<uint8_t>& out);
+
+ private:
+  bool mac(uint64_t seq, std::span<const uint8_t> header, std::span<const uint8_t> data, uint8_t* out);
+
+  EVP_CIPHER_CTX* ctx_ = nullptr;
+  EVP_MAC_CTX* mac_ = nullptr;
+  std::vector<uint8_t> mac_key_;
+  size_t mac_length_ = 0;
+  bool etm_ = false;
+};
 
 class TlsLayer : public StreamSink {
  public:

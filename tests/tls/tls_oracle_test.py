@@ -15,8 +15,10 @@ For every capture NAME.pcapng with its client key log NAME.keys:
   whose key is missing (tshark's ClientHello randoms), and nothing decodes.
 - A wrong key, a capture cut inside a record, a capture that starts after
   the handshakes: errors and verdicts that say so; what decrypted before stays.
-- The captures between them hold TLS 1.2 and 1.3 connections with AES-GCM and
-  ChaCha20-Poly1305 suites (by tshark's ServerHello), all decrypted.
+- The captures between them hold TLS 1.2 and 1.3 connections with AES-GCM,
+  ChaCha20-Poly1305 and AES-CBC (HMAC) suites (by tshark's ServerHello), all
+  decrypted, and TLS 1.3 KeyUpdate messages (handshake type 24, as tshark
+  decrypts them with the key log) that kwire decodes past.
 """
 import collections
 import json
@@ -48,13 +50,24 @@ def run(cmd, ok=(0,)):
     return p
 
 
+# -d tcp.port==P,tls for the TLS ports of the capture at hand. Without it tshark
+# finds TLS by its heuristics, and a connection whose client port another
+# protocol has registered is that protocol to it (port 34980 is EtherCAT's: stream 2
+# of python-tls13.pcapng).
+DECODE = []
+
+
 def tshark(*args):
-    return run(["tshark", "-n", *args]).stdout
+    return run(["tshark", "-n", *DECODE, *args]).stdout
 
 
 def tls_ports(cap):
+    DECODE.clear()
     out = tshark("-r", cap, "-Y", "tls.handshake.type == 1", "-T", "fields", "-e", "tcp.dstport")
-    return sorted({int(x) for x in out.split()})
+    ports = sorted({int(x) for x in out.split()})
+    for p in ports:
+        DECODE.extend(["-d", f"tcp.port=={p},tls"])
+    return ports
 
 
 def decode_as(ports):
@@ -171,6 +184,18 @@ def ciphersuites(cap):
     return {tuple(line.split("\t")) for line in out.splitlines()}
 
 
+# TLS 1.2 AES-CBC suites with HMAC (IANA TLS cipher suite registry).
+CBC_SUITES = {"0x002f", "0x0035", "0x003c", "0x003d", "0x0033", "0x0039", "0x0067", "0x006b", "0xc009", "0xc00a",
+              "0xc013", "0xc014", "0xc023", "0xc024", "0xc027", "0xc028"}
+
+
+def key_updates(cap, keys):
+    """Frames holding a TLS 1.3 KeyUpdate (handshake type 24), as tshark decrypts them with the key log."""
+    out = tshark("-r", cap, "-o", f"tls.keylog_file:{keys}", "-Y", "tls.handshake.type == 24", "-T", "fields",
+                 "-e", "frame.number")
+    return len(out.split())
+
+
 def main():
     kwire, source = sys.argv[1], sys.argv[2]
     capdir = os.path.join(source, "captures", "tls")
@@ -178,12 +203,14 @@ def main():
     check(len(names) >= 3, f"captures/tls holds {len(names)} captures with key logs, expected at least 3")
     work = tempfile.mkdtemp(prefix="kwire-tls-")
     suites = set()
+    updates = 0
     try:
         for name in names:
             cap, keys = os.path.join(capdir, name + ".pcapng"), os.path.join(capdir, name + ".keys")
             secrets = os.path.join(capdir, name + "-secrets.pcapng")
             ports = tls_ports(cap)
             suites |= ciphersuites(cap)
+            updates += key_updates(cap, keys)
             expected = tshark_pdus(cap, keys, ports)
             check(sum(expected.values()) > 0, f"{name}: tshark finds no Kafka PDU with the key log")
             msgs, stats, _ = kwire_json(kwire, cap, "--tls-keylog", keys)
@@ -250,9 +277,12 @@ def main():
                 # TLS 1.3: the client's requests still decrypt; the server's answers stop.
                 check(sum(1 for m in bmsgs if m.get("direction") == "request") == sum(1 for m in msgs if m["direction"] == "request"),
                       f"{name}: with the servers' keys wrong, the clients' requests are not all decoded")
-        # Cut inside a record, and started after the handshakes: of the first capture.
-        cap = os.path.join(capdir, names[0] + ".pcapng")
-        keys = os.path.join(capdir, names[0] + ".keys")
+        # Cut inside a record, and started after the handshakes: of the scram capture
+        # (else the first).
+        first = "scram" if "scram" in names else names[0]
+        cap = os.path.join(capdir, first + ".pcapng")
+        keys = os.path.join(capdir, first + ".keys")
+        tls_ports(cap)
         frames = int(tshark("-r", cap, "-T", "fields", "-e", "frame.number").split()[-1])
         big = tshark("-r", cap, "-Y", "tls.record.length > 1000", "-T", "fields", "-e", "frame.number").split()
         cut = os.path.join(work, "cut.pcapng")
@@ -273,6 +303,9 @@ def main():
         check("0x0304" in versions and "" in versions, f"the captures lack TLS 1.2 or 1.3: {sorted(suites)}")
         check("0x1303" in ids and "0xcca8" in ids and ids & {"0x1301", "0x1302"} and ids & {"0xc02f", "0xc030"},
               f"the captures lack ChaCha20-Poly1305 or AES-GCM in 1.2 or 1.3: {sorted(ids)}")
+        check(ids & CBC_SUITES, f"the captures lack a TLS 1.2 AES-CBC suite: {sorted(ids)}")
+        print(f"TLS 1.3 KeyUpdate messages in the captures (tshark, with the key logs): {updates}")
+        check(updates > 0, "the captures hold no TLS 1.3 KeyUpdate")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if failures:
