@@ -747,7 +747,9 @@ bool Engine::prepare(std::string& error) {
     c.addr = t->second;
     c.target = t->first.str();
     c.host = t->first.host;
-    endpoints_.add(s.broker.str(), c.target);
+    // A client listener of the recorded broker stands for the target's
+    // (a broker's own connections to its controller do not: skipped).
+    if (s.skip.empty() || c.sasl) endpoints_.add(s.broker.str(), c.target);
     sr.target = c.target;
     if (!o_.conns.empty() && !o_.conns.count(s.id)) c.filtered_session = true, sr.skip = "not chosen (--conn)";
     if (!o_.groups.empty() && !c.filtered_session) {
