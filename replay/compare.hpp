@@ -110,6 +110,13 @@ std::vector<EndpointItem> parse_endpoints(std::string_view value);
 // exact HOST:PORT first, then `ports` (port alone, host kept). Endpoints that
 // map to nothing are left as they are, so they differ from the target's.
 std::string map_endpoints(std::string_view value, const EndpointMap& map, const std::map<uint16_t, uint16_t>& ports);
+// Whether a recorded endpoint list stands for the live one: the same number
+// of endpoints in the same order, each with the same prefix (listener name,
+// protocol or node id) and the mapped port, and a host that is either the
+// mapped one or the one the recorded value wrote (how a broker writes its
+// own host in a config need not be how kwire was told to reach it).
+bool endpoints_match(std::string_view recorded, std::string_view live, const EndpointMap& map,
+                     const std::map<uint16_t, uint16_t>& ports);
 // Controller listeners are not reachable through the Kafka protocol, so their
 // ports are not in the EndpointMap. With the recorded and the live answer of
 // one broker's DescribeConfigs: each controller listener (the names in

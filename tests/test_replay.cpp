@@ -985,6 +985,16 @@ TEST(ReplayEndpoints, RecordedAddressesMapToTheTargetsExactlyOrByPort) {
   // A port that maps to nothing stays as recorded.
   EXPECT_EQ(replay::map_endpoints("CONTROLLER://[::1]:35379", m, ports), "CONTROLLER://[::1]:35379");
   EXPECT_EQ(replay::map_endpoints("1@127.0.0.1:53769", m, ports), "1@127.0.0.1:44977");
+  // The host as the broker writes it, or as kwire reaches it; the port must map.
+  replay::EndpointMap named;
+  named.add("127.0.0.1:53769", "localhost:44977");
+  EXPECT_TRUE(replay::endpoints_match("PLAINTEXT://127.0.0.1:53769", "PLAINTEXT://127.0.0.1:44977", named, named.ports()));
+  EXPECT_TRUE(replay::endpoints_match("PLAINTEXT://127.0.0.1:53769", "PLAINTEXT://localhost:44977", named, named.ports()));
+  EXPECT_FALSE(replay::endpoints_match("PLAINTEXT://127.0.0.1:53769", "PLAINTEXT://10.0.0.9:44977", named, named.ports()));
+  EXPECT_FALSE(replay::endpoints_match("PLAINTEXT://127.0.0.1:53769", "PLAINTEXT://127.0.0.1:44978", named, named.ports()));
+  EXPECT_FALSE(replay::endpoints_match("PLAINTEXT://127.0.0.1:53769", "SSL://127.0.0.1:44977", named, named.ports()));
+  EXPECT_FALSE(replay::endpoints_match("PLAINTEXT://127.0.0.1:53769", "PLAINTEXT://127.0.0.1:44977,SSL://:1", named,
+                                       named.ports()));
   // Two recorded brokers on one port (other hosts): the port alone says nothing.
   replay::EndpointMap two;
   two.add("10.0.0.1:9092", "127.0.0.1:1001");
