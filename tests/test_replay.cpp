@@ -803,7 +803,8 @@ struct RaceCase {
 TEST(ReplayRaces, PartitionsOfRequestsAndDifferencePathsByTopicIdOrName) {
   FrameDecoder d(rps());
   Frame f;
-  d.decode_request(produce_request_v13(0x11), f);
+  const auto req = produce_request_v13(0x11);   // outlives f
+  d.decode_request(req, f);
   ASSERT_TRUE(f.ok()) << f.errors.front().reason;
   auto tps = replay::request_partitions(rps(), f, orders_by_id);
   ASSERT_EQ(tps.size(), 1u);
@@ -929,7 +930,8 @@ std::vector<uint8_t> create_topics_v7(const std::string& topic) {
 TEST(ReplayLag, AReadIsRetriedOnlyWhenAnAdminWriteExplainsEveryDifference) {
   FrameDecoder d(rps());
   Frame req, rec, live;
-  d.decode_request(create_topics_v7("fresh"), req);
+  const auto create = create_topics_v7("fresh");   // outlives req
+  d.decode_request(create, req);
   ASSERT_TRUE(req.ok()) << req.errors.front().reason;
   EXPECT_EQ(replay::written_topics(rps(), req, Frame{}), (std::set<std::string>{"fresh"}));
   EXPECT_TRUE(replay::is_lagging_read("Metadata"));
