@@ -11,6 +11,7 @@
 
 #include "cli/commands.hpp"
 #include "dissector/filter/filter.hpp"
+#include "replay/concurrency.hpp"
 #include "replay/engine.hpp"
 #include "replay/recording.hpp"
 #include "replay/report.hpp"
@@ -161,7 +162,32 @@ void list_rules() {
   std::cout << "  DescribeConfigs values of configs that describe the host:\n";
   for (const auto& h : replay::host_configs())
     std::cout << "    " << h.name << std::string(h.name.size() < 44 ? 44 - h.name.size() : 1, ' ') << h.why
-              << (h.endpoints ? " (compared with HOST:PORT masked)" : "") << "\n";
+              << (h.endpoints ? " (addresses mapped, then compared)" : "") << "\n";
+  std::cout << "    endpoint values: a recorded broker's HOST:PORT becomes the target's it maps to\n"
+               "      (--target/--map, and node ids of Metadata/DescribeCluster answers), exactly or\n"
+               "      by its port alone; a controller listener's port (controller.listener.names, else\n"
+               "      the listeners advertised.listeners leaves out) becomes the port the target's\n"
+               "      listeners give the same name; then compared endpoint by endpoint (host: the\n"
+               "      mapped one or the one recorded); an added, removed or renamed listener, another\n"
+               "      protocol, or a port that maps to nothing stays a difference\n"
+               "\nRaces (outcome \"race\", not a regression; the exit status ignores them): a\n"
+               "difference only in these fields, on a partition that another session's write was\n"
+               "racing with (their recorded request/response windows overlap, so the capture does\n"
+               "not fix their order, or the target got them in the other order):\n";
+  for (const auto& r : replay::race_fields())
+    std::cout << "  " << r.pattern.text << "\n    " << r.why << "\n";
+  std::cout << "  writes that race:";
+  for (auto w : replay::partition_writers()) std::cout << " " << w;
+  std::cout << "\n\nReads that can lag an admin write (";
+  bool first = true;
+  for (auto w : replay::admin_writes()) std::cout << (first ? "" : ", ") << w, first = false;
+  std::cout << ") of the replay: when every\n"
+               "difference lies under a topic such a write named in the last "
+            << replay::kAdminWriteVisibleUs / 1000000 << " s, the read is sent again\n"
+               "every " << replay::kConvergeStepUs / 1000 << " ms for up to " << replay::kConvergeForUs / 1000000
+            << " s and its last answer compared:\n";
+  for (const auto& r : replay::lagging_reads())
+    std::cout << "  " << r.api << std::string(r.api.size() < 44 ? 44 - r.api.size() : 1, ' ') << r.why << "\n";
   std::cout << "\nCompared without order:\n"
                "  every array of structs: elements pair by the spec's map key (\"mapKey\": true),\n"
                "    else by their topic, partition, group, member or subtopology fields\n"

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <set>
 
 #include "dissector/output/output.hpp"
 #include "dissector/protocol/codes.hpp"
@@ -170,24 +171,166 @@ const std::vector<HostConfig>& host_configs() {
   return v;
 }
 
-std::string mask_endpoints(std::string_view value) {
-  // Each comma-separated item: keep what precedes the address ("NAME://",
-  // "1@"), mask HOST:PORT.
-  std::string out;
+std::vector<EndpointItem> parse_endpoints(std::string_view value) {
+  std::vector<EndpointItem> out;
   size_t start = 0;
   while (start <= value.size()) {
     size_t end = value.find(',', start);
     if (end == std::string_view::npos) end = value.size();
     std::string_view item = value.substr(start, end - start);
-    size_t addr = item.find("://");
-    addr = addr == std::string_view::npos ? (item.find('@') == std::string_view::npos ? 0 : item.find('@') + 1) : addr + 3;
-    if (!out.empty() || start > 0) out += ',';
-    out += std::string(item.substr(0, addr));
-    if (item.rfind(':') != std::string_view::npos && item.rfind(':') >= addr) out += '*';
-    else out += std::string(item.substr(addr));
     start = end + 1;
+    EndpointItem e;
+    size_t addr = item.find("://");
+    if (addr != std::string_view::npos) addr += 3;
+    else if (item.find('@') != std::string_view::npos) addr = item.find('@') + 1;
+    else addr = 0;
+    e.prefix = std::string(item.substr(0, addr));
+    std::string_view hp = item.substr(addr);
+    const size_t colon = hp.rfind(':');
+    const bool bracketed = !hp.empty() && hp.front() == '[';
+    if (colon != std::string_view::npos && (!bracketed || hp.rfind(']') < colon)) {
+      std::string_view port = hp.substr(colon + 1);
+      int p = 0;
+      bool digits = !port.empty() && port.size() <= 5;
+      for (char ch : port) digits = digits && ch >= '0' && ch <= '9', p = p * 10 + (ch - '0');
+      if (digits && p <= 65535) {
+        e.port = p;
+        hp = hp.substr(0, colon);
+      }
+    }
+    if (hp.size() >= 2 && hp.front() == '[' && hp.back() == ']') hp = hp.substr(1, hp.size() - 2);
+    e.host = std::string(hp);
+    out.push_back(std::move(e));
   }
   return out;
+}
+
+namespace {
+std::string endpoint_text(const EndpointItem& e) {
+  std::string host = e.host.find(':') != std::string::npos ? "[" + e.host + "]" : e.host;
+  return e.prefix + host + (e.port >= 0 ? ":" + std::to_string(e.port) : "");
+}
+// "host:port" as HostPort::str() writes it -> host, port.
+bool split_address(const std::string& a, std::string& host, int& port) {
+  std::vector<EndpointItem> v = parse_endpoints(a);
+  if (v.size() != 1 || v[0].port < 0 || !v[0].prefix.empty()) return false;
+  host = v[0].host;
+  port = v[0].port;
+  return true;
+}
+}  // namespace
+
+std::map<uint16_t, uint16_t> EndpointMap::ports() const {
+  std::map<uint16_t, uint16_t> out;
+  std::map<uint16_t, int> seen;
+  for (const auto& [from, to] : addresses) {
+    std::string h1, h2;
+    int p1 = -1, p2 = -1;
+    if (!split_address(from, h1, p1) || !split_address(to, h2, p2)) continue;
+    const auto rp = static_cast<uint16_t>(p1);
+    if (seen[rp]++ && out.count(rp) && out[rp] != p2) { out.erase(rp); continue; }  // two brokers on one port: ambiguous
+    if (seen[rp] == 1) out[rp] = static_cast<uint16_t>(p2);
+  }
+  return out;
+}
+
+namespace {
+void map_item(EndpointItem& e, const EndpointMap& map, const std::map<uint16_t, uint16_t>& ports) {
+  if (e.port < 0) return;
+  auto exact = map.addresses.find(endpoint_text(EndpointItem{"", e.host, e.port}));
+  std::string h;
+  int p = -1;
+  if (exact != map.addresses.end() && split_address(exact->second, h, p)) {
+    e.host = h;
+    e.port = p;
+  } else if (auto it = ports.find(static_cast<uint16_t>(e.port)); it != ports.end()) {
+    e.port = it->second;
+  }
+}
+}  // namespace
+
+std::string map_endpoints(std::string_view value, const EndpointMap& map, const std::map<uint16_t, uint16_t>& ports) {
+  std::string out;
+  bool first = true;
+  for (EndpointItem e : parse_endpoints(value)) {
+    map_item(e, map, ports);
+    out += (first ? "" : ",") + endpoint_text(e);
+    first = false;
+  }
+  return out;
+}
+
+bool endpoints_match(std::string_view recorded, std::string_view live, const EndpointMap& map,
+                     const std::map<uint16_t, uint16_t>& ports) {
+  const auto r = parse_endpoints(recorded), l = parse_endpoints(live);
+  if (r.size() != l.size()) return false;
+  for (size_t i = 0; i < r.size(); ++i) {
+    EndpointItem m = r[i];
+    map_item(m, map, ports);
+    if (m.prefix != l[i].prefix || m.port != l[i].port) return false;
+    if (l[i].host != m.host && l[i].host != r[i].host) return false;
+  }
+  return true;
+}
+
+void controller_ports(const std::map<std::string, std::string>& recorded_configs,
+                      const std::map<std::string, std::string>& live_configs, std::map<uint16_t, uint16_t>& ports) {
+  auto listeners = [](const std::map<std::string, std::string>& configs) {
+    std::map<std::string, int> by_name;   // "CONTROLLER" -> port
+    auto it = configs.find("listeners");
+    if (it == configs.end()) return by_name;
+    for (const auto& e : parse_endpoints(it->second))
+      if (e.prefix.size() > 3 && e.prefix.ends_with("://") && e.port >= 0) by_name[e.prefix.substr(0, e.prefix.size() - 3)] = e.port;
+    return by_name;
+  };
+  const auto rec = listeners(recorded_configs), live = listeners(live_configs);
+  std::set<std::string> names;
+  if (auto it = recorded_configs.find("controller.listener.names"); it != recorded_configs.end()) {
+    size_t start = 0;
+    const std::string& v = it->second;
+    while (start <= v.size()) {
+      size_t end = v.find(',', start);
+      if (end == std::string::npos) end = v.size();
+      if (end > start) names.insert(v.substr(start, end - start));
+      start = end + 1;
+    }
+  } else if (auto adv = recorded_configs.find("advertised.listeners"); adv != recorded_configs.end()) {
+    std::set<std::string> advertised;
+    for (const auto& e : parse_endpoints(adv->second))
+      if (e.prefix.ends_with("://")) advertised.insert(e.prefix.substr(0, e.prefix.size() - 3));
+    for (const auto& [name, port] : rec)
+      if (!advertised.count(name)) names.insert(name);
+  }
+  for (const auto& name : names) {
+    auto r = rec.find(name), l = live.find(name);
+    if (r == rec.end() || l == live.end() || ports.count(static_cast<uint16_t>(r->second))) continue;
+    ports[static_cast<uint16_t>(r->second)] = static_cast<uint16_t>(l->second);
+  }
+}
+
+void learn_node_endpoints(const ProgramSet& ps, const Frame& recorded, const Frame& live, EndpointMap& out) {
+  // Node id -> "host:port" of the brokers an answer lists.
+  auto brokers = [&](const Frame& f) {
+    std::map<int64_t, std::string> by_id;
+    if (!f.body) return by_id;
+    for (uint32_t c : Children(f, f.body)) {
+      if (f.nodes[c].desc == kDescUnknownTag || ps.field(f.nodes[c].desc).json_name != "brokers" ||
+          f.nodes[c].type != WireType::Array)
+        continue;
+      for (uint32_t el : Children(f, c)) {
+        const Node* id = find_field(f, ps, el, "NodeId");
+        if (!id) id = find_field(f, ps, el, "BrokerId");
+        const Node* host = find_field(f, ps, el, "Host");
+        const Node* port = find_field(f, ps, el, "Port");
+        if (!id || !host || !port || host->is_null()) continue;
+        by_id[id->v.i] = endpoint_text(EndpointItem{"", std::string(host->str()), static_cast<int>(port->v.i)});
+      }
+    }
+    return by_id;
+  };
+  const auto rec = brokers(recorded), now = brokers(live);
+  for (const auto& [id, addr] : rec)
+    if (auto it = now.find(id); it != now.end()) out.add(addr, it->second);
 }
 
 const std::vector<StickyField>& sticky_fields() {
@@ -401,18 +544,51 @@ class Walker {
     if (api_ != "DescribeConfigs" || path_.size() < 6 || path_.compare(path_.size() - 6, 6, ".value") != 0) return false;
     const Node& rn = rec_.nodes[r];
     if (rn.type != WireType::String || rn.is_null() || live_.nodes[l].is_null()) return false;
-    std::string_view name;
-    for (uint32_t c : Children(rec_, rn.parent))
-      if (rec_.nodes[c].desc != kDescUnknownTag && ps_.field(rec_.nodes[c].desc).name == "Name" &&
-          rec_.nodes[c].type == WireType::String && !rec_.nodes[c].is_null())
-        name = rec_.nodes[c].str();
+    std::string_view name = config_name(rec_, rn.parent);
     for (const auto& h : host_configs()) {
       if (h.name != name) continue;
-      if (h.endpoints && mask_endpoints(rn.str()) != mask_endpoints(live_.nodes[l].str())) return false;
+      if (h.endpoints) {
+        // The resource (a broker) both config elements belong to: config -> configs -> result.
+        const uint32_t rres = rec_.nodes[rec_.nodes[rn.parent].parent].parent;
+        const uint32_t lres = live_.nodes[live_.nodes[live_.nodes[l].parent].parent].parent;
+        std::map<uint16_t, uint16_t> ports = opts_.endpoints ? opts_.endpoints->ports() : std::map<uint16_t, uint16_t>{};
+        controller_ports(resource_configs(rec_, rres), resource_configs(live_, lres), ports);
+        static const EndpointMap none;
+        if (!endpoints_match(rn.str(), live_.nodes[l].str(), opts_.endpoints ? *opts_.endpoints : none, ports))
+          return false;  // compared as any value: a regression
+        out_.push_back({path_, a, b, "DescribeConfigs " + std::string(h.name) + ": " + std::string(h.why) +
+                                         " (recorded broker addresses mapped to the target's)", true});
+        return true;
+      }
       out_.push_back({path_, a, b, "DescribeConfigs " + std::string(h.name) + ": " + std::string(h.why), true});
       return true;
     }
     return false;
+  }
+
+  std::string_view config_name(const Frame& f, uint32_t config) const {
+    for (uint32_t c : Children(f, config))
+      if (f.nodes[c].desc != kDescUnknownTag && ps_.field(f.nodes[c].desc).name == "Name" &&
+          f.nodes[c].type == WireType::String && !f.nodes[c].is_null())
+        return f.nodes[c].str();
+    return {};
+  }
+  // Config name -> value of one DescribeConfigs result.
+  std::map<std::string, std::string> resource_configs(const Frame& f, uint32_t result) const {
+    std::map<std::string, std::string> out;
+    if (f.nodes[result].type != WireType::Struct) return out;
+    for (uint32_t c : Children(f, result)) {
+      if (f.nodes[c].type != WireType::Array) continue;
+      for (uint32_t el : Children(f, c)) {
+        if (f.nodes[el].type != WireType::Struct) continue;
+        std::string_view name = config_name(f, el);
+        for (uint32_t v : Children(f, el))
+          if (f.nodes[v].desc != kDescUnknownTag && ps_.field(f.nodes[v].desc).name == "Value" &&
+              f.nodes[v].type == WireType::String && !f.nodes[v].is_null())
+            out.emplace(std::string(name), std::string(f.nodes[v].str()));
+      }
+    }
+    return out;
   }
 
   bool timer_element(const Frame& f, uint32_t el) const {

@@ -3,6 +3,7 @@
 // the JSON names of `kwire decode -T json`: "body.results[0].errorCode".
 #pragma once
 
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -54,9 +55,13 @@ struct Difference {
   std::string replayed_text() const { return replayed_name.empty() ? replayed : replayed + " " + replayed_name; }
 };
 
+struct EndpointMap;
 struct CompareOptions {
   std::vector<IgnoreRule> ignore;
   std::vector<ExpectRule> expect;
+  // Recorded broker addresses -> the target's, for DescribeConfigs endpoint
+  // values (null: no address maps, endpoints are compared as they are).
+  const EndpointMap* endpoints = nullptr;
 };
 
 // Arrays of values that Kafka treats as sets (partition numbers of an
@@ -70,18 +75,60 @@ struct UnorderedArray {
 const std::vector<UnorderedArray>& unordered_arrays();
 
 // Broker configs whose values describe the host rather than the broker's
-// behaviour (DescribeConfigs results): listener endpoints, compared with each
-// HOST:PORT masked (the target's addresses are not the recorded ones, as with
-// **.host and **.port); per-host paths, ignored. Every other config value is
-// compared, so a changed default (num.partitions) is a regression.
+// behaviour (DescribeConfigs results): listener endpoints, compared after the
+// recorded broker addresses in them are mapped to the target's (EndpointMap);
+// per-host paths, ignored. Every other config value is compared, so a changed
+// default (num.partitions) is a regression.
 struct HostConfig {
   std::string_view name;   // "listeners"
-  bool endpoints;          // true: HOST:PORT masked; false: ignored
+  bool endpoints;          // true: endpoints mapped, then compared; false: ignored
   std::string_view why;
 };
 const std::vector<HostConfig>& host_configs();
-// "PLAINTEXT://127.0.0.1:9092,CONTROLLER://[::1]:9093" -> "PLAINTEXT://*,CONTROLLER://*"
-std::string mask_endpoints(std::string_view value);
+
+// Recorded broker addresses and the target's that stand for them: from
+// --target/--map (each recorded broker a session went to) and from the broker
+// lists of Metadata and DescribeCluster answers (recorded and live paired by
+// node id). A recorded endpoint is mapped by its exact HOST:PORT, else by its
+// port alone when that port belongs to exactly one recorded broker (a listener
+// written "localhost:9092" or ":9092" while the client connected to
+// 127.0.0.1:9092); the host as written is then kept and compared.
+struct EndpointMap {
+  std::map<std::string, std::string> addresses;   // recorded "host:port" -> live "host:port"
+  void add(const std::string& recorded, const std::string& live) { addresses[recorded] = live; }
+  // Recorded port -> live port, when the recorded port is one recorded broker's only.
+  std::map<uint16_t, uint16_t> ports() const;
+};
+// One item of a listener list: "NAME://HOST:PORT", "ID@HOST:PORT" or "HOST:PORT".
+struct EndpointItem {
+  std::string prefix;   // "NAME://", "1@" or empty
+  std::string host;     // without brackets
+  int port = -1;        // -1: none
+};
+std::vector<EndpointItem> parse_endpoints(std::string_view value);
+// `value` with each endpoint's recorded address replaced by the target's:
+// exact HOST:PORT first, then `ports` (port alone, host kept). Endpoints that
+// map to nothing are left as they are, so they differ from the target's.
+std::string map_endpoints(std::string_view value, const EndpointMap& map, const std::map<uint16_t, uint16_t>& ports);
+// Whether a recorded endpoint list stands for the live one: the same number
+// of endpoints in the same order, each with the same prefix (listener name,
+// protocol or node id) and the mapped port, and a host that is either the
+// mapped one or the one the recorded value wrote (how a broker writes its
+// own host in a config need not be how kwire was told to reach it).
+bool endpoints_match(std::string_view recorded, std::string_view live, const EndpointMap& map,
+                     const std::map<uint16_t, uint16_t>& ports);
+// Controller listeners are not reachable through the Kafka protocol, so their
+// ports are not in the EndpointMap. With the recorded and the live answer of
+// one broker's DescribeConfigs: each controller listener (the names in
+// controller.listener.names; without it, the listeners that
+// advertised.listeners leaves out) maps its recorded port to the port the
+// live `listeners` gives the same name. `recorded_configs`/`live_configs`:
+// config name -> value of one resource. Adds to `ports`.
+void controller_ports(const std::map<std::string, std::string>& recorded_configs,
+                      const std::map<std::string, std::string>& live_configs, std::map<uint16_t, uint16_t>& ports);
+// Node endpoints of a Metadata or DescribeCluster answer: the recorded
+// broker with node id N maps to the live broker with node id N.
+void learn_node_endpoints(const ProgramSet& ps, const Frame& recorded, const Frame& live, EndpointMap& out);
 
 // Heartbeat responses leave an assignment null when it did not change, and
 // which heartbeat first carries a new one is timing. Fields listed here are

@@ -28,6 +28,7 @@
 #include "dissector/wire/message_builder.hpp"
 #include "dissector/wire/wire.hpp"
 #include "recorder/pcapng_writer.hpp"
+#include "replay/concurrency.hpp"
 
 namespace kwire::replay {
 
@@ -61,6 +62,7 @@ std::string_view outcome_name(Outcome o) {
     case Outcome::IgnoredOnly: return "differs-only-in-ignored";
     case Outcome::Regression: return "regression";
     case Outcome::Unanswered: return "unanswered";
+    case Outcome::Race: return "race";
     case Outcome::Unsupported: return "unsupported";
     case Outcome::Skipped: return "skipped";
     case Outcome::NotExpected: return "not-compared";
@@ -332,6 +334,7 @@ struct InFlight {
   std::vector<uint8_t> bytes;        // as sent, for a retry
   int attempts = 1;
   int64_t first_sent_us = 0;
+  int converge = 0;                  // re-sent as a read that lags an admin write of the replay
 };
 
 // A request the target answered with a retriable error where the capture
@@ -395,7 +398,8 @@ class Engine {
  public:
   Engine(const ProgramSet& ps, const Recording& rec, const ReplayOptions& o, ReplayResult& out)
       : ps_(ps), rec_(rec), o_(o), out_(out), dec_(ps), enc_(ps), state_(ps, o.renames),
-        resolved_(rec.responses, false) {
+        resolved_(rec.responses, false), cmp_(o.compare) {
+    cmp_.endpoints = &endpoints_;
     // Payloads inside bytes fields (consumer metadata, enveloped requests) are
     // sent as recorded; rewrite and compare treat those fields as bytes.
     dec_.set_nested(false);
@@ -450,6 +454,12 @@ class Engine {
   Frame live_, recorded_resp_, recorded_req_, edited_;
   StickyMemory sticky_;
   std::unordered_map<int16_t, bool> sticky_apis_;
+  CompareOptions cmp_;               // o_.compare, with the broker addresses learned so far
+  EndpointMap endpoints_;            // recorded broker addresses -> the target's
+  std::map<std::string, int64_t> admin_written_;  // topic -> when an admin write of the replay naming it was answered
+  std::string topic_name(std::string_view id) const { return state_.recorded_topic_name(id); }
+  // A lagging read whose differences an admin write not yet visible explains: sent again (true).
+  bool converge_retry(LiveConn& c, InFlight& f, ExchangeResult& r, int64_t now);
   bool has_sticky(int16_t api) {
     auto it = sticky_apis_.find(api);
     if (it != sticky_apis_.end()) return it->second;
@@ -737,6 +747,9 @@ bool Engine::prepare(std::string& error) {
     c.addr = t->second;
     c.target = t->first.str();
     c.host = t->first.host;
+    // A client listener of the recorded broker stands for the target's
+    // (a broker's own connections to its controller do not: skipped).
+    if (s.skip.empty() || c.sasl) endpoints_.add(s.broker.str(), c.target);
     sr.target = c.target;
     if (!o_.conns.empty() && !o_.conns.count(s.id)) c.filtered_session = true, sr.skip = "not chosen (--conn)";
     if (!o_.groups.empty() && !c.filtered_session) {
@@ -992,6 +1005,7 @@ void Engine::pump(LiveConn& c, int64_t now, int64_t& wake) {
     }
     c.out.insert(c.out.end(), bytes.begin(), bytes.end());
     if (traffic_.active()) traffic_.data(c.flow, true, bytes);
+    out_.exchanges[c.results[idx]].live_sent_us = now - start_us_;
     if (o_.timing == ReplayOptions::Timing::Recorded && c.last_sent_us >= 0) {
       double replayed = (now - c.last_sent_us) / 1000.0;
       double recorded = (e.request_us - c.last_recorded_us) / 1000.0 / o_.speed;
@@ -1094,6 +1108,10 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
   dec_.decode_request(e.request, recorded_req_);
   state_.learn(recorded_req_, recorded_resp_, live_, c.s->id);
   state_.translate_response(recorded_resp_, recorded_req_, c.s->id);
+  if ((r.api_name == "Metadata" || r.api_name == "DescribeCluster") && live_.ok())
+    learn_node_endpoints(ps_, recorded_resp_, live_, endpoints_);
+  if (is_admin_write(r.api_name) && live_.ok())
+    for (auto& t : written_topics(ps_, recorded_req_, live_)) admin_written_[t] = now;
   if (!live_.ok()) {
     r.differences.push_back({"", "\"a response that decodes\"", "\"" + live_.errors.front().reason + "\"", "", false});
   }
@@ -1109,7 +1127,7 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
       break;
     }
   }
-  compare(ps_, recorded_resp_, live_, o_.compare, r.differences, &sticky_, std::to_string(c.s->id));
+  compare(ps_, recorded_resp_, live_, cmp_, r.differences, &sticky_, std::to_string(c.s->id));
   if (o_.on_response) {
     std::vector<std::pair<std::string, std::string>> add;
     std::string error;
@@ -1139,7 +1157,34 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
   }
   bool regression = false, any = false;
   for (const auto& d : r.differences) { any = true; if (!d.ignored) regression = true; }
+  if (regression && converge_retry(c, f, r, now)) return;
+  // Also a lagging read that the retriable-error rule sent again (LEADER_NOT_AVAILABLE
+  // right after a CreateTopics): counted with the reads that converged.
+  bool after_admin_write = false;
+  for (const auto& [topic, at] : admin_written_) after_admin_write |= now - at < kAdminWriteVisibleUs;
+  const int resent = f.converge + (is_lagging_read(r.api_name) && after_admin_write ? f.attempts - 1 : 0);
+  if (resent > 0) {
+    regression ? ++out_.reads_not_converged : ++out_.reads_converged;
+    r.note = (regression ? "did not converge after " : "converged after ") + std::to_string(resent) +
+             (resent == 1 ? " re-send" : " re-sends") + " (an admin write of the replay not yet visible)";
+  }
   finish(c, f.exchange, regression ? Outcome::Regression : any ? Outcome::IgnoredOnly : Outcome::Same, {});
+}
+
+bool Engine::converge_retry(LiveConn& c, InFlight& f, ExchangeResult& r, int64_t now) {
+  if (!is_lagging_read(r.api_name) || admin_written_.empty() || now - f.first_sent_us >= kConvergeForUs) return false;
+  std::set<std::string> pending;
+  for (const auto& [topic, at] : admin_written_)
+    if (now - at < kAdminWriteVisibleUs) pending.insert(topic);
+  if (pending.empty() ||
+      !lag_explains(ps_, recorded_resp_, live_, r.differences, pending, [this](std::string_view id) { return topic_name(id); }))
+    return false;
+  // Asked again after a pause, as a client waiting for metadata would; the
+  // last answer is the one compared.
+  ++f.converge;
+  r.differences.clear();
+  c.retries.push_back({std::move(f), now + kConvergeStepUs});
+  return true;
 }
 
 void Engine::sasl_answer(LiveConn& c, const Frame& f, ExchangeResult& r) {
@@ -1334,6 +1379,12 @@ bool Engine::run(std::string& error) {
   auto secs = [](const timeval& t) { return t.tv_sec + t.tv_usec / 1e6; };
   out_.cpu_s = secs(ru1.ru_utime) - secs(ru0.ru_utime) + secs(ru1.ru_stime) - secs(ru0.ru_stime);
   out_.wall_s = (now_us() - start_us_) / 1e6;
+  classify_races(ps_, rec_, [this](std::string_view id) { return topic_name(id); }, out_);
+  if (out_.reads_converged || out_.reads_not_converged)
+    out_.notes.push_back(std::to_string(out_.reads_converged + out_.reads_not_converged) +
+                         " reads after an admin write were sent again until they converged: " +
+                         std::to_string(out_.reads_converged) + " converged, " + std::to_string(out_.reads_not_converged) +
+                         " did not (compared as they were)");
   if (state_.learned())
     out_.notes.push_back("learned " + std::to_string(state_.learned()) + " values from the target's responses, " +
                          std::to_string(state_.differing()) + " of them (topic ids included) differing from the capture's");

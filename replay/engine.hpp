@@ -74,12 +74,28 @@ enum class Outcome : uint8_t {
   Same,          // equal field by field
   IgnoredOnly,   // differs only in fields the ignore rules cover
   Regression,    // differs in other fields, or misses an expectation
+  Race,          // differs only in values that another session's concurrent request on the
+                 // same partition decides (its order not fixed by the capture): not a regression
   Unanswered,    // sent, but no response came (closed, timed out, target gone)
   Unsupported,   // the target does not support this api version: not sent
   Skipped,       // not sent: filtered, the session cannot be replayed, the script said so
   NotExpected,   // no response expected (Produce acks=0) or none recorded: not compared
 };
 std::string_view outcome_name(Outcome o);
+
+// The request of another session that a race was with (replay/concurrency.hpp).
+struct RaceEvidence {
+  uint32_t session = 0;          // the other session
+  uint64_t frame = 0;            // its request's packet number
+  std::string api;               // its api ("Produce")
+  std::string partition;         // the shared topic-partition, "orders-0"
+  // Recorded times, ms after the capture's first request: both requests and their responses (-1: none).
+  double recorded_ms = 0, recorded_response_ms = -1, other_recorded_ms = 0, other_recorded_response_ms = -1;
+  // Live send times, ms after the replay started (-1: unknown).
+  double live_ms = -1, other_live_ms = -1;
+  bool order_not_fixed = false;  // the recorded windows overlap: neither waited for the other
+  bool live_order_differs = false;  // the target got them in the other order than the capture
+};
 
 struct ExchangeResult {
   uint32_t session = 0;
@@ -94,6 +110,8 @@ struct ExchangeResult {
   int64_t recorded_latency_us = -1;
   std::vector<Difference> differences;  // regressions first use; ignored ones kept for the count
   int substitutions = 0;
+  int64_t live_sent_us = -1;  // first sent, after the replay started
+  std::vector<RaceEvidence> races;
 };
 
 struct SessionResult {
@@ -108,6 +126,8 @@ struct ReplayResult {
   std::vector<ExchangeResult> exchanges;
   std::vector<double> gap_errors_ms;   // |replayed gap - recorded gap / speed|, recorded timing only
   std::vector<std::string> notes;      // setup, learned state, reconnects
+  // Reads sent again after an admin write of the replay until they converged (or not).
+  uint32_t reads_converged = 0, reads_not_converged = 0;
   double wall_s = 0;
   double cpu_s = 0;
   bool target_lost = false;

@@ -83,6 +83,7 @@ void count(Totals& t, const ExchangeResult& e) {
     case Outcome::Same: ++t.same; break;
     case Outcome::IgnoredOnly: ++t.ignored_only; break;
     case Outcome::Regression: ++t.regressions; break;
+    case Outcome::Race: ++t.races; break;
     case Outcome::Unanswered: ++t.unanswered; break;
     case Outcome::Unsupported: ++t.unsupported; break;
     case Outcome::Skipped: ++t.skipped; break;
@@ -119,23 +120,23 @@ void write_text_report(std::ostream& out, const ReplayResult& r, const ReportCon
     if (!s.skip.empty()) out << "  session " << s.id << " " << s.client << " -> " << s.broker << ": " << s.skip << "\n";
   for (const auto& n : r.notes) out << "  " << n << "\n";
   char line[256];
-  snprintf(line, sizeof line, "%-34s %6s %8s %6s %7s %7s %10s %5s  %-15s %-15s\n", "api", "sent", "answered", "same",
-           "ignored", "regress", "unanswered", "unsup", "p50 ms live/rec", "p99 ms live/rec");
+  snprintf(line, sizeof line, "%-34s %6s %8s %6s %7s %7s %5s %10s %5s  %-15s %-15s\n", "api", "sent", "answered", "same",
+           "ignored", "regress", "race", "unanswered", "unsup", "p50 ms live/rec", "p99 ms live/rec");
   out << "\n" << line;
   for (auto& [name, row] : by_api(r)) {
     char p50[32], p99[32];
     snprintf(p50, sizeof p50, "%.1f/%.1f", percentile(row.live_ms, 0.5), percentile(row.recorded_ms, 0.5));
     snprintf(p99, sizeof p99, "%.1f/%.1f", percentile(row.live_ms, 0.99), percentile(row.recorded_ms, 0.99));
-    snprintf(line, sizeof line, "%-34s %6llu %8llu %6llu %7llu %7llu %10llu %5llu  %-15s %-15s\n", name.c_str(),
+    snprintf(line, sizeof line, "%-34s %6llu %8llu %6llu %7llu %7llu %5llu %10llu %5llu  %-15s %-15s\n", name.c_str(),
              (unsigned long long)row.t.sent, (unsigned long long)row.t.answered, (unsigned long long)row.t.same,
-             (unsigned long long)row.t.ignored_only, (unsigned long long)row.t.regressions,
+             (unsigned long long)row.t.ignored_only, (unsigned long long)row.t.regressions, (unsigned long long)row.t.races,
              (unsigned long long)row.t.unanswered, (unsigned long long)row.t.unsupported, p50, p99);
     out << line;
   }
   Totals t = totals(r);
-  snprintf(line, sizeof line, "%-34s %6llu %8llu %6llu %7llu %7llu %10llu %5llu\n", "total", (unsigned long long)t.sent,
+  snprintf(line, sizeof line, "%-34s %6llu %8llu %6llu %7llu %7llu %5llu %10llu %5llu\n", "total", (unsigned long long)t.sent,
            (unsigned long long)t.answered, (unsigned long long)t.same, (unsigned long long)t.ignored_only,
-           (unsigned long long)t.regressions, (unsigned long long)t.unanswered, (unsigned long long)t.unsupported);
+           (unsigned long long)t.regressions, (unsigned long long)t.races, (unsigned long long)t.unanswered, (unsigned long long)t.unsupported);
   out << line;
   // Regressions by api and field path (indices left out), most frequent first.
   const std::map<std::string, size_t> paths = by_field(r);
@@ -186,6 +187,29 @@ void write_text_report(std::ostream& out, const ReplayResult& r, const ReportCon
       }
     }
   }
+  // Races: the differing fields and the other session's request.
+  size_t races = 0;
+  for (const auto& e : r.exchanges) {
+    if (e.outcome != Outcome::Race) continue;
+    if (races++ == ctx.max_listed) { out << "  ... " << t.races - ctx.max_listed << " more\n"; break; }
+    if (races == 1)
+      out << "\nraces (differences that the order of concurrent sessions on one partition decides; not regressions):\n";
+    out << "  session " << e.session << " frame " << e.frame << " " << e.api_name << " v" << e.api_version << "\n";
+    size_t shown = 0;
+    for (const auto& d : e.differences) {
+      if (d.ignored) continue;
+      if (shown++ == 4) { out << "        ...\n"; break; }
+      out << "        " << d.path << ": recorded " << d.recorded_text() << ", replayed " << d.replayed_text() << "\n";
+    }
+    for (const auto& ev : e.races) {
+      snprintf(line, sizeof line,
+               "      with session %u frame %llu %s on %s: recorded %.3f ms (this) and %.3f ms%s; live %.3f and %.3f ms%s\n",
+               ev.session, (unsigned long long)ev.frame, ev.api.c_str(), ev.partition.c_str(), ev.recorded_ms,
+               ev.other_recorded_ms, ev.order_not_fixed ? ", order not fixed by the capture" : "", ev.live_ms,
+               ev.other_live_ms, ev.live_order_differs ? ", the other order" : "");
+      out << line;
+    }
+  }
   size_t unanswered = 0;
   for (const auto& e : r.exchanges) {
     if (e.outcome != Outcome::Unanswered || unanswered >= 5) continue;
@@ -204,9 +228,10 @@ void write_text_report(std::ostream& out, const ReplayResult& r, const ReportCon
              percentile(r.gap_errors_ms, 0.5), percentile(r.gap_errors_ms, 0.99), r.gap_errors_ms.size());
     out << line;
   }
-  snprintf(line, sizeof line, "\nresult: %llu regressions, %llu unanswered, %llu same, %llu differ only in ignored fields (%.1f s)\n",
-           (unsigned long long)t.regressions, (unsigned long long)t.unanswered, (unsigned long long)t.same,
-           (unsigned long long)t.ignored_only, r.wall_s);
+  snprintf(line, sizeof line,
+           "\nresult: %llu regressions, %llu unanswered, %llu races, %llu same, %llu differ only in ignored fields (%.1f s)\n",
+           (unsigned long long)t.regressions, (unsigned long long)t.unanswered, (unsigned long long)t.races,
+           (unsigned long long)t.same, (unsigned long long)t.ignored_only, r.wall_s);
   out << line;
   if (!r.stopped.empty()) out << "stopped early: " << r.stopped << " (what was not done is counted unanswered)\n";
 }
@@ -217,7 +242,8 @@ void write_json_report(std::ostream& out, const ReplayResult& r, const ReportCon
       << ",\"summary\":{\"sent\":" << t.sent << ",\"answered\":" << t.answered << ",\"same\":" << t.same
       << ",\"ignoredOnly\":" << t.ignored_only << ",\"regressions\":" << t.regressions << ",\"unanswered\":" << t.unanswered
       << ",\"unsupported\":" << t.unsupported << ",\"skipped\":" << t.skipped << ",\"notCompared\":" << t.not_compared
-      << ",\"wallSeconds\":" << r.wall_s << ",\"cpuSeconds\":" << r.cpu_s;
+      << ",\"races\":" << t.races << ",\"readsConverged\":" << r.reads_converged
+      << ",\"readsNotConverged\":" << r.reads_not_converged << ",\"wallSeconds\":" << r.wall_s << ",\"cpuSeconds\":" << r.cpu_s;
   if (!r.stopped.empty()) out << ",\"stopped\":" << quote(r.stopped);
   out << "}";
   out << ",\"apis\":[";
@@ -226,7 +252,7 @@ void write_json_report(std::ostream& out, const ReplayResult& r, const ReportCon
     out << (first ? "" : ",") << "{\"api\":" << quote(name) << ",\"sent\":" << row.t.sent << ",\"answered\":" << row.t.answered
         << ",\"same\":" << row.t.same << ",\"ignoredOnly\":" << row.t.ignored_only << ",\"regressions\":" << row.t.regressions
         << ",\"unanswered\":" << row.t.unanswered << ",\"unsupported\":" << row.t.unsupported
-        << ",\"latencyMs\":{\"p50\":" << percentile(row.live_ms, 0.5) << ",\"p99\":" << percentile(row.live_ms, 0.99)
+        << ",\"races\":" << row.t.races << ",\"latencyMs\":{\"p50\":" << percentile(row.live_ms, 0.5) << ",\"p99\":" << percentile(row.live_ms, 0.99)
         << ",\"recordedP50\":" << percentile(row.recorded_ms, 0.5) << ",\"recordedP99\":" << percentile(row.recorded_ms, 0.99)
         << "}}";
     first = false;
@@ -262,7 +288,35 @@ void write_json_report(std::ostream& out, const ReplayResult& r, const ReportCon
     out << (first ? "" : ",") << quote(what) << ":" << n;
     first = false;
   }
-  out << "},\"unanswered\":[";
+  out << "},\"races\":[";
+  first = true;
+  for (const auto& e : r.exchanges) {
+    if (e.outcome != Outcome::Race) continue;
+    out << (first ? "" : ",") << "{\"frame\":" << e.frame << ",\"responseFrame\":" << e.response_frame
+        << ",\"session\":" << e.session << ",\"api\":" << quote(e.api_name) << ",\"version\":" << e.api_version
+        << ",\"differences\":[";
+    bool f2 = true;
+    for (const auto& d : e.differences) {
+      if (d.ignored) continue;
+      out << (f2 ? "" : ",") << "{\"path\":" << quote(d.path) << ",\"recorded\":" << d.recorded
+          << ",\"replayed\":" << d.replayed << "}";
+      f2 = false;
+    }
+    out << "],\"with\":[";
+    f2 = true;
+    for (const auto& ev : e.races) {
+      out << (f2 ? "" : ",") << "{\"session\":" << ev.session << ",\"frame\":" << ev.frame << ",\"api\":" << quote(ev.api)
+          << ",\"partition\":" << quote(ev.partition) << ",\"recordedMs\":" << ev.recorded_ms
+          << ",\"recordedResponseMs\":" << ev.recorded_response_ms << ",\"otherRecordedMs\":" << ev.other_recorded_ms
+          << ",\"otherRecordedResponseMs\":" << ev.other_recorded_response_ms << ",\"liveMs\":" << ev.live_ms
+          << ",\"otherLiveMs\":" << ev.other_live_ms << ",\"orderNotFixed\":" << (ev.order_not_fixed ? "true" : "false")
+          << ",\"liveOrderDiffers\":" << (ev.live_order_differs ? "true" : "false") << "}";
+      f2 = false;
+    }
+    out << "]}";
+    first = false;
+  }
+  out << "],\"unanswered\":[";
   first = true;
   for (const auto& e : r.exchanges) {
     if (e.outcome != Outcome::Unanswered && e.outcome != Outcome::Unsupported) continue;
@@ -302,7 +356,7 @@ void write_junit_report(std::ostream& out, const ReplayResult& r, const ReportCo
     if (!s.skip.empty()) {
       out << "      <skipped message=\"" << xml(s.skip) << "\"/>\n";
     } else {
-      std::string body;
+      std::string body, races;
       size_t regressions = 0, unanswered = 0;
       for (const auto* e : per[s.id]) {
         if (e->outcome == Outcome::Regression) {
@@ -310,6 +364,9 @@ void write_junit_report(std::ostream& out, const ReplayResult& r, const ReportCo
           body += "frame " + std::to_string(e->frame) + " " + e->api_name + " v" + std::to_string(e->api_version) + "\n";
           for (const auto& d : e->differences)
             if (!d.ignored) body += "  " + d.path + ": recorded " + d.recorded_text() + ", replayed " + d.replayed_text() + "\n";
+        } else if (e->outcome == Outcome::Race) {
+          races += "race: frame " + std::to_string(e->frame) + " " + e->api_name + " v" + std::to_string(e->api_version) +
+                   " " + e->note + "\n";
         } else if (e->outcome == Outcome::Unanswered) {
           ++unanswered;
           body += "frame " + std::to_string(e->frame) + " " + e->api_name + " v" + std::to_string(e->api_version) +
@@ -319,6 +376,8 @@ void write_junit_report(std::ostream& out, const ReplayResult& r, const ReportCo
       if (regressions || unanswered)
         out << "      <failure message=\"" << regressions << " regressions, " << unanswered << " unanswered\">"
             << xml(body) << "</failure>\n";
+      // A race is not a failure: said next to the test case.
+      if (!races.empty()) out << "      <system-out>" << xml(races) << "</system-out>\n";
     }
     out << "    </testcase>\n";
   }

@@ -19,7 +19,7 @@ struct ReportContext {
 
 struct Totals {
   uint64_t sent = 0, answered = 0, same = 0, ignored_only = 0, regressions = 0, unanswered = 0, unsupported = 0,
-           skipped = 0, not_compared = 0;
+           skipped = 0, not_compared = 0, races = 0;
 };
 Totals totals(const ReplayResult& r);
 

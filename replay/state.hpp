@@ -70,6 +70,11 @@ class ReplayState {
   void translate_response(Frame& recorded, const Frame& recorded_request, uint32_t connection);
 
   size_t learned() const { return learned_; }
+  // The name a recorded topic id (16 bytes) stands for; empty when unknown.
+  std::string recorded_topic_name(std::string_view id) const {
+    auto it = recorded_topic_ids_.find(std::string(id));
+    return it == recorded_topic_ids_.end() ? std::string() : it->second;
+  }
   size_t differing() const { return differing_; }
   // False while every value learned so far equals the recorded one and
   // nothing is renamed: then no request can change, and an answer equal to

@@ -375,12 +375,18 @@ std::vector<uint8_t> describe_configs_response(const std::vector<std::pair<std::
 TEST(ReplayCompare, ConfigValuesThatDescribeTheHostAreNotRegressions) {
   replay::CompareOptions o;
   o.ignore = replay::default_ignore_rules();
+  // The capture's broker was 127.0.0.1:53769; the target is 127.0.0.1:44977.
+  replay::EndpointMap m;
+  m.add("127.0.0.1:53769", "127.0.0.1:44977");
+  o.endpoints = &m;
   const auto rec = describe_configs_response({{"listeners", "PLAINTEXT://127.0.0.1:53769,CONTROLLER://127.0.0.1:35379"},
                                               {"controller.quorum.bootstrap.servers", "127.0.0.1:35379"},
+                                              {"controller.listener.names", "CONTROLLER"},
                                               {"log.dirs", "/tmp/kwire-broker.616hMs/data"},
                                               {"num.partitions", "1"}});
   auto d = diff(rec, describe_configs_response({{"listeners", "PLAINTEXT://127.0.0.1:44977,CONTROLLER://127.0.0.1:48071"},
                                                 {"controller.quorum.bootstrap.servers", "127.0.0.1:48071"},
+                                                {"controller.listener.names", "CONTROLLER"},
                                                 {"log.dirs", "/var/lib/kafka/data"},
                                                 {"num.partitions", "1"}}),
                 32, 4, o);
@@ -390,6 +396,7 @@ TEST(ReplayCompare, ConfigValuesThatDescribeTheHostAreNotRegressions) {
   d = diff(rec, describe_configs_response({{"listeners", "PLAINTEXT://127.0.0.1:44977,SSL://127.0.0.1:44978,"
                                                           "CONTROLLER://127.0.0.1:48071"},
                                            {"controller.quorum.bootstrap.servers", "127.0.0.1:48071"},
+                                           {"controller.listener.names", "CONTROLLER"},
                                            {"log.dirs", "/tmp/kwire-broker.616hMs/data"},
                                            {"num.partitions", "3"}}),
            32, 4, o);
@@ -399,8 +406,30 @@ TEST(ReplayCompare, ConfigValuesThatDescribeTheHostAreNotRegressions) {
   ASSERT_EQ(regressions.size(), 2u);
   EXPECT_EQ(regressions[0], "body.results[0].configs[0].value=\"PLAINTEXT://127.0.0.1:44977,SSL://127.0.0.1:44978,"
                             "CONTROLLER://127.0.0.1:48071\"");
-  EXPECT_EQ(regressions[1], "body.results[0].configs[3].value=\"3\"");
-  EXPECT_EQ(replay::mask_endpoints("1@localhost:9093,2@[::1]:9094"), "1@*,2@*");
+  EXPECT_EQ(regressions[1], "body.results[0].configs[4].value=\"3\"");
+  // Another protocol on the broker's listener; a client listener on a port
+  // that maps to nothing (the target's 44977 is not where 53770 maps).
+  auto regressed = [&](const std::vector<uint8_t>& live_b) {
+    std::vector<std::string> out;
+    for (const auto& x : diff(rec, live_b, 32, 4, o))
+      if (!x.ignored) out.push_back(x.path);
+    return out;
+  };
+  EXPECT_EQ(regressed(describe_configs_response({{"listeners", "SSL://127.0.0.1:44977,CONTROLLER://127.0.0.1:48071"},
+                                                 {"controller.quorum.bootstrap.servers", "127.0.0.1:48071"},
+                                                 {"controller.listener.names", "CONTROLLER"},
+                                                 {"log.dirs", "/x"},
+                                                 {"num.partitions", "1"}})),
+            std::vector<std::string>{"body.results[0].configs[0].value"});
+  replay::EndpointMap elsewhere;
+  elsewhere.add("127.0.0.1:53770", "127.0.0.1:44977");
+  o.endpoints = &elsewhere;
+  EXPECT_EQ(regressed(describe_configs_response({{"listeners", "PLAINTEXT://127.0.0.1:44977,CONTROLLER://127.0.0.1:48071"},
+                                                 {"controller.quorum.bootstrap.servers", "127.0.0.1:48071"},
+                                                 {"controller.listener.names", "CONTROLLER"},
+                                                 {"log.dirs", "/x"},
+                                                 {"num.partitions", "1"}})),
+            std::vector<std::string>{"body.results[0].configs[0].value"});
 }
 
 TEST(ReplayCompare, ErrorCodesAreNamed) {
@@ -688,6 +717,317 @@ TEST(ReplayRecording, SessionsDepthsOrderAndSkips) {
   EXPECT_EQ(b.exchanges[1].response_seq, replay::kNoResponse);
   EXPECT_EQ(rec.responses, 4u);             // with the SaslHandshake answer
   EXPECT_EQ(rec.sessions[2].skip, "authenticates with SASL PLAIN");
+}
+
+}  // namespace
+}  // namespace kwire
+
+// Races between concurrent sessions, reads after admin writes, and listener
+// endpoints mapped to the target's: messages built from the specs, expected
+// values worked out by hand.
+#include "replay/concurrency.hpp"
+
+namespace kwire {
+namespace {
+
+using test::Bytes;
+
+// ProduceResponse v13: partition 0 of the topic with id `fill` x16, at `base`.
+std::vector<uint8_t> produce_response_v13(uint8_t fill, int64_t base, int error = 0) {
+  Bytes b;
+  b.i32(9).tags0();
+  b.carr(1).uuid(fill).carr(1).i32(0).i16(error).i64(base).i64(-1).i64(0)  // TopicId; Index, ErrorCode, BaseOffset, LogAppendTimeMs, LogStartOffset
+      .carr(0).cnull().tags0()                                              // RecordErrors, ErrorMessage
+      .tags0();
+  b.i32(0).tags0();
+  return b.message();
+}
+
+std::vector<uint8_t> produce_request_v13(uint8_t topic_fill) {
+  Bytes b = test::request_header_v2(0, 13, 9);
+  b.cnull().i16(-1).i32(30000).carr(1).uuid(topic_fill).carr(1).i32(0).cnull().tags0().tags0().tags0();
+  return b.message();
+}
+
+const ProgramSet& rps() { return ProgramSet::release(); }
+
+// The topic whose id is 16 bytes of 0x11 is "orders".
+std::string orders_by_id(std::string_view id) { return id == std::string(16, '\x11') ? "orders" : ""; }
+
+struct RaceCase {
+  replay::Recording rec;
+  replay::ReplayResult result;
+  // One session with one Produce to orders-0: recorded window [req, resp] (us),
+  // live send time (us after the start), and the baseOffset difference, if any.
+  void produce(uint32_t id, int64_t req, int64_t resp, int64_t live_sent, int64_t recorded_base, int64_t live_base,
+               bool error_too = false) {
+    replay::RecordedSession s;
+    s.id = id;
+    replay::Exchange e;
+    e.frame = id * 10;
+    e.response_frame = id * 10 + 1;
+    e.request_us = req;
+    e.response_us = resp;
+    e.api_key = 0;
+    e.api_version = 13;
+    e.request = produce_request_v13(0x11);
+    e.response = produce_response_v13(0x11, recorded_base);
+    s.exchanges.push_back(e);
+    rec.sessions.push_back(s);
+    replay::ExchangeResult r;
+    r.session = id;
+    r.frame = e.frame;
+    r.api_key = 0;
+    r.api_version = 13;
+    r.api_name = "Produce";
+    r.live_sent_us = live_sent;
+    r.outcome = recorded_base == live_base && !error_too ? replay::Outcome::Same : replay::Outcome::Regression;
+    if (recorded_base != live_base)
+      r.differences.push_back({"body.responses[0].partitionResponses[0].baseOffset", std::to_string(recorded_base),
+                               std::to_string(live_base), "", false});
+    if (error_too) r.differences.push_back({"body.responses[0].partitionResponses[0].errorCode", "0", "10", "", false});
+    result.exchanges.push_back(r);
+  }
+  replay::Outcome outcome(uint32_t session) const {
+    for (const auto& r : result.exchanges)
+      if (r.session == session) return r.outcome;
+    return replay::Outcome::Skipped;
+  }
+  const replay::ExchangeResult& of(uint32_t session) const {
+    for (const auto& r : result.exchanges)
+      if (r.session == session) return r;
+    return result.exchanges.front();
+  }
+};
+
+TEST(ReplayRaces, PartitionsOfRequestsAndDifferencePathsByTopicIdOrName) {
+  FrameDecoder d(rps());
+  Frame f;
+  const auto req = produce_request_v13(0x11);   // outlives f
+  d.decode_request(req, f);
+  ASSERT_TRUE(f.ok()) << f.errors.front().reason;
+  auto tps = replay::request_partitions(rps(), f, orders_by_id);
+  ASSERT_EQ(tps.size(), 1u);
+  EXPECT_EQ(tps[0].str(), "orders-0");
+  const auto resp = produce_response_v13(0x11, 5);   // outlives f
+  d.decode_response(resp, 0, 13, f);
+  ASSERT_TRUE(f.ok()) << f.errors.front().reason;
+  replay::TopicPartition tp;
+  ASSERT_TRUE(replay::topic_partition_at(rps(), f, nullptr, "body.responses[0].partitionResponses[0].baseOffset",
+                                         orders_by_id, tp));
+  EXPECT_EQ(tp.topic, "orders");
+  EXPECT_EQ(tp.partition, 0);
+  EXPECT_FALSE(replay::topic_partition_at(rps(), f, nullptr, "body.throttleTimeMs", orders_by_id, tp));
+  // An id that the capture never named is shown as an id.
+  ASSERT_TRUE(replay::topic_partition_at(rps(), f, nullptr, "body.responses[0].partitionResponses[0].baseOffset",
+                                         [](std::string_view) { return std::string(); }, tp));
+  EXPECT_EQ(tp.topic, "topic id " + std::string("ERERERERERERERERERER") + "EQ");  // Kafka's base64 text of 16 x 0x11
+}
+
+TEST(ReplayRaces, ConcurrentProducersGetEachOthersOffsetsAndThatIsARace) {
+  RaceCase c;
+  // Sessions 1 and 2 append to orders-0 with overlapping windows (1.000-1.004 s
+  // and 1.001-1.003 s): the capture does not fix their order, and the target
+  // took 2 first (sent 0.4 ms after the start, 1 at 0.5 ms): they swap 10 and 11.
+  c.produce(1, 1'000'000, 1'004'000, 500, 10, 11);
+  c.produce(2, 1'001'000, 1'003'000, 400, 11, 10);
+  // Session 3 appends later, after both answers (2.000 s): the capture fixes
+  // its order; an offset one higher than recorded is a regression.
+  c.produce(3, 2'000'000, 2'001'000, 1'000'500, 12, 13);
+  // Session 4 overlaps 1 but also fails: an error code is no race.
+  c.produce(4, 1'002'000, 1'003'500, 450, 12, 12, true);
+  replay::classify_races(rps(), c.rec, orders_by_id, c.result);
+  EXPECT_EQ(c.outcome(1), replay::Outcome::Race);
+  EXPECT_EQ(c.outcome(2), replay::Outcome::Race);
+  EXPECT_EQ(c.outcome(3), replay::Outcome::Regression);
+  EXPECT_EQ(c.outcome(4), replay::Outcome::Regression);
+  const auto& r1 = c.of(1);
+  ASSERT_EQ(r1.races.size(), 1u);
+  EXPECT_EQ(r1.races[0].session, 2u);   // the nearest other write: 1 ms away (session 4 is 2 ms)
+  EXPECT_EQ(r1.races[0].frame, 20u);
+  EXPECT_EQ(r1.races[0].partition, "orders-0");
+  EXPECT_EQ(r1.races[0].api, "Produce v13");
+  EXPECT_DOUBLE_EQ(r1.races[0].recorded_ms, 0.0);
+  EXPECT_DOUBLE_EQ(r1.races[0].other_recorded_ms, 1.0);
+  EXPECT_DOUBLE_EQ(r1.races[0].recorded_response_ms, 4.0);
+  EXPECT_DOUBLE_EQ(r1.races[0].other_recorded_response_ms, 3.0);
+  EXPECT_DOUBLE_EQ(r1.races[0].live_ms, 0.5);
+  EXPECT_DOUBLE_EQ(r1.races[0].other_live_ms, 0.4);
+  EXPECT_TRUE(r1.races[0].order_not_fixed);
+  EXPECT_TRUE(r1.races[0].live_order_differs);
+  EXPECT_NE(r1.note.find("orders-0 with session 2 frame 20 Produce v13"), std::string::npos) << r1.note;
+  EXPECT_EQ(c.of(2).races.at(0).session, 1u);  // 1 and 4 are both 1 ms away: the first one
+  // Races count apart from regressions, in every report, and are no JUnit failure.
+  const replay::Totals t = replay::totals(c.result);
+  EXPECT_EQ(t.races, 2u);
+  EXPECT_EQ(t.regressions, 2u);
+  c.result.sessions = {{1, "a", "b", "t", "p1", "", 0}, {2, "c", "b", "t", "p2", "", 0}};
+  std::ostringstream text, json, junit;
+  replay::write_text_report(text, c.result, {"cap", "t", "fast", 10});
+  replay::write_json_report(json, c.result, {"cap", "t", "fast", 10});
+  replay::write_junit_report(junit, c.result, {"cap", "t", "fast", 10});
+  EXPECT_NE(text.str().find("2 regressions, 0 unanswered, 2 races"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("with session 2 frame 20 Produce v13 on orders-0: recorded 0.000 ms (this) and 1.000 ms, "
+                            "order not fixed by the capture; live 0.500 and 0.400 ms, the other order"),
+            std::string::npos)
+      << text.str();
+  EXPECT_NE(json.str().find("\"races\":2,"), std::string::npos);
+  EXPECT_NE(json.str().find("\"with\":[{\"session\":2,\"frame\":20,\"api\":\"Produce v13\",\"partition\":\"orders-0\""),
+            std::string::npos)
+      << json.str();
+  // Sessions 1 and 2 had races only: no failure, the races in system-out.
+  EXPECT_NE(junit.str().find("failures=\"0\""), std::string::npos) << junit.str();
+  EXPECT_NE(junit.str().find("<system-out>race: frame 10 Produce v13 on orders-0"), std::string::npos) << junit.str();
+}
+
+TEST(ReplayRaces, OrderFixedByTheCaptureButReversedLiveIsARaceTooKeptOrderIsNot) {
+  // Windows apart (1.000-1.001 s, 1.002-1.003 s): the capture fixes 5 before 6.
+  RaceCase kept;
+  kept.produce(5, 1'000'000, 1'001'000, 100, 7, 8);
+  kept.produce(6, 1'002'000, 1'003'000, 200, 8, 7);
+  replay::classify_races(rps(), kept.rec, orders_by_id, kept.result);
+  EXPECT_EQ(kept.outcome(5), replay::Outcome::Regression);
+  EXPECT_EQ(kept.outcome(6), replay::Outcome::Regression);
+  RaceCase reversed;   // the target got 6 first
+  reversed.produce(5, 1'000'000, 1'001'000, 300, 7, 8);
+  reversed.produce(6, 1'002'000, 1'003'000, 200, 8, 7);
+  replay::classify_races(rps(), reversed.rec, orders_by_id, reversed.result);
+  EXPECT_EQ(reversed.outcome(5), replay::Outcome::Race);
+  ASSERT_EQ(reversed.of(5).races.size(), 1u);
+  EXPECT_FALSE(reversed.of(5).races[0].order_not_fixed);
+  EXPECT_TRUE(reversed.of(5).races[0].live_order_differs);
+  // Two requests of one session never race each other.
+  RaceCase one;
+  one.produce(7, 1'000'000, 1'004'000, 100, 7, 8);
+  one.rec.sessions[0].exchanges.push_back(one.rec.sessions[0].exchanges[0]);
+  one.result.exchanges.push_back(one.result.exchanges[0]);
+  one.result.exchanges[1].index = 1;
+  replay::classify_races(rps(), one.rec, orders_by_id, one.result);
+  EXPECT_EQ(one.result.exchanges[0].outcome, replay::Outcome::Regression);
+}
+
+// MetadataResponse v12: the given topics (by name, id 0x22..), the given brokers.
+std::vector<uint8_t> metadata_v12(const std::vector<std::string>& topics,
+                                  const std::vector<std::tuple<int, std::string, int>>& brokers = {}) {
+  Bytes b;
+  b.i32(3).tags0();
+  b.i32(0).carr(brokers.size());
+  for (const auto& [id, host, port] : brokers) b.i32(id).cstr(host).i32(port).cnull().tags0();
+  b.cstr("cluster-x").i32(1).carr(topics.size());
+  uint8_t fill = 0x22;
+  for (const auto& t : topics) b.i16(0).cstr(t).uuid(fill++).i8(0).carr(0).i32(-2147483648).tags0();
+  b.tags0();
+  return b.message();
+}
+
+// CreateTopicsRequest v7: one topic, one partition.
+std::vector<uint8_t> create_topics_v7(const std::string& topic) {
+  Bytes b = test::request_header_v2(19, 7, 4);
+  b.carr(1).cstr(topic).i32(1).i16(-1).carr(0).carr(0).tags0().i32(30000).boolean(false).tags0();
+  return b.message();
+}
+
+TEST(ReplayLag, AReadIsRetriedOnlyWhenAnAdminWriteExplainsEveryDifference) {
+  FrameDecoder d(rps());
+  Frame req, rec, live;
+  const auto create = create_topics_v7("fresh");   // outlives req
+  d.decode_request(create, req);
+  ASSERT_TRUE(req.ok()) << req.errors.front().reason;
+  EXPECT_EQ(replay::written_topics(rps(), req, Frame{}), (std::set<std::string>{"fresh"}));
+  EXPECT_TRUE(replay::is_lagging_read("Metadata"));
+  EXPECT_TRUE(replay::is_admin_write("DeleteTopics"));
+  EXPECT_FALSE(replay::is_lagging_read("Produce"));
+
+  // The recording lists "fresh" next to "orders"; the target does not know "fresh" yet.
+  const auto rec_b = metadata_v12({"orders", "fresh"}), live_b = metadata_v12({"orders"});
+  d.decode_response(rec_b, 3, 12, rec);
+  d.decode_response(live_b, 3, 12, live);
+  ASSERT_TRUE(rec.ok() && live.ok());
+  replay::CompareOptions o;
+  o.ignore = replay::default_ignore_rules();
+  std::vector<replay::Difference> diffs;
+  replay::compare(rps(), rec, live, o, diffs);
+  ASSERT_EQ(diffs.size(), 1u);
+  EXPECT_EQ(diffs[0].path, "body.topics[1]");
+  EXPECT_TRUE(replay::lag_explains(rps(), rec, live, diffs, {"fresh"}, {}));
+  EXPECT_FALSE(replay::lag_explains(rps(), rec, live, diffs, {"other"}, {}));
+  EXPECT_FALSE(replay::lag_explains(rps(), rec, live, {}, {"fresh"}, {}));  // nothing to explain
+
+  // After DeleteTopics the target still lists "gone": an element of the live side only.
+  const auto rec2 = metadata_v12({"orders"}), live2 = metadata_v12({"orders", "gone"});
+  d.decode_response(rec2, 3, 12, rec);
+  d.decode_response(live2, 3, 12, live);
+  diffs.clear();
+  replay::compare(rps(), rec, live, o, diffs);
+  ASSERT_EQ(diffs.size(), 1u);
+  EXPECT_EQ(diffs[0].path, "body.topics[+1]");
+  EXPECT_TRUE(replay::lag_explains(rps(), rec, live, diffs, {"gone"}, {}));
+
+  // A difference outside the topic (another cluster id) is not lag.
+  d.decode_response(rec_b, 3, 12, rec);
+  const auto other = metadata_v12({"orders"});
+  d.decode_response(other, 3, 12, live);
+  diffs.clear();
+  replay::compare(rps(), rec, live, o, diffs);
+  diffs.push_back({"body.clusterId", "\"cluster-x\"", "\"cluster-y\"", "", false});
+  EXPECT_FALSE(replay::lag_explains(rps(), rec, live, diffs, {"fresh"}, {}));
+}
+
+TEST(ReplayEndpoints, RecordedAddressesMapToTheTargetsExactlyOrByPort) {
+  replay::EndpointMap m;
+  m.add("127.0.0.1:53769", "127.0.0.1:44977");
+  m.add("kafka-a:9092", "127.0.0.1:41000");
+  const auto ports = m.ports();
+  EXPECT_EQ(ports.at(53769), 44977);
+  EXPECT_EQ(replay::map_endpoints("PLAINTEXT://127.0.0.1:53769", m, ports), "PLAINTEXT://127.0.0.1:44977");
+  // By port alone: the host as written stays (and is compared).
+  EXPECT_EQ(replay::map_endpoints("PLAINTEXT://localhost:53769,EXTERNAL://:53769", m, ports),
+            "PLAINTEXT://localhost:44977,EXTERNAL://:44977");
+  EXPECT_EQ(replay::map_endpoints("INTERNAL://kafka-a:9092", m, ports), "INTERNAL://127.0.0.1:41000");
+  // A port that maps to nothing stays as recorded.
+  EXPECT_EQ(replay::map_endpoints("CONTROLLER://[::1]:35379", m, ports), "CONTROLLER://[::1]:35379");
+  EXPECT_EQ(replay::map_endpoints("1@127.0.0.1:53769", m, ports), "1@127.0.0.1:44977");
+  // The host as the broker writes it, or as kwire reaches it; the port must map.
+  replay::EndpointMap named;
+  named.add("127.0.0.1:53769", "localhost:44977");
+  EXPECT_TRUE(replay::endpoints_match("PLAINTEXT://127.0.0.1:53769", "PLAINTEXT://127.0.0.1:44977", named, named.ports()));
+  EXPECT_TRUE(replay::endpoints_match("PLAINTEXT://127.0.0.1:53769", "PLAINTEXT://localhost:44977", named, named.ports()));
+  EXPECT_FALSE(replay::endpoints_match("PLAINTEXT://127.0.0.1:53769", "PLAINTEXT://10.0.0.9:44977", named, named.ports()));
+  EXPECT_FALSE(replay::endpoints_match("PLAINTEXT://127.0.0.1:53769", "PLAINTEXT://127.0.0.1:44978", named, named.ports()));
+  EXPECT_FALSE(replay::endpoints_match("PLAINTEXT://127.0.0.1:53769", "SSL://127.0.0.1:44977", named, named.ports()));
+  EXPECT_FALSE(replay::endpoints_match("PLAINTEXT://127.0.0.1:53769", "PLAINTEXT://127.0.0.1:44977,SSL://:1", named,
+                                       named.ports()));
+  // Two recorded brokers on one port (other hosts): the port alone says nothing.
+  replay::EndpointMap two;
+  two.add("10.0.0.1:9092", "127.0.0.1:1001");
+  two.add("10.0.0.2:9092", "127.0.0.1:1002");
+  EXPECT_TRUE(two.ports().empty());
+
+  // Controller listeners: by name, from the listeners of both answers.
+  std::map<uint16_t, uint16_t> p;
+  replay::controller_ports({{"listeners", "PLAINTEXT://:53769,CONTROLLER://:35379"}, {"controller.listener.names", "CONTROLLER"}},
+                           {{"listeners", "PLAINTEXT://:44977,CONTROLLER://:48071"}}, p);
+  EXPECT_EQ(p, (std::map<uint16_t, uint16_t>{{35379, 48071}}));
+  // Without controller.listener.names: the listeners advertised.listeners leaves out.
+  p.clear();
+  replay::controller_ports({{"listeners", "PLAINTEXT://:53769,CONTROLLER://:35379"},
+                            {"advertised.listeners", "PLAINTEXT://localhost:53769"}},
+                           {{"listeners", "PLAINTEXT://:1,CONTROLLER://:2"}}, p);
+  EXPECT_EQ(p, (std::map<uint16_t, uint16_t>{{35379, 2}}));
+}
+
+TEST(ReplayEndpoints, NodeEndpointsOfMetadataPairByNodeId) {
+  FrameDecoder d(rps());
+  Frame rec, live;
+  const auto rec_b = metadata_v12({}, {{1, "localhost", 53769}, {2, "localhost", 53770}});
+  const auto live_b = metadata_v12({}, {{2, "127.0.0.1", 40002}, {1, "127.0.0.1", 40001}});
+  d.decode_response(rec_b, 3, 12, rec);
+  d.decode_response(live_b, 3, 12, live);
+  ASSERT_TRUE(rec.ok() && live.ok());
+  replay::EndpointMap m;
+  replay::learn_node_endpoints(rps(), rec, live, m);
+  EXPECT_EQ(m.addresses, (std::map<std::string, std::string>{{"localhost:53769", "127.0.0.1:40001"},
+                                                              {"localhost:53770", "127.0.0.1:40002"}}));
 }
 
 }  // namespace

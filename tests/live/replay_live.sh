@@ -14,6 +14,8 @@
 #   txn         captures/txn-consumer.pcapng (transactional producer, KIP-848 consumer):
 #               producer ids, topic ids and fetch sessions substituted; 0 regressions.
 #   other       captures/other-clients.pcapng (kafka-python, kcat): exit 0, 0 regressions;
+#               the broker's DescribeConfigs (listener endpoints mapped) differs only in
+#               ignored fields;
 #   other-fast  the same in --timing fast.
 #   go          captures/go-clients.pcapng (franz-go: classic and KIP-848 groups, four codecs,
 #               kadm admin calls; Sarama at two protocol versions): exit 0, 0 regressions,
@@ -162,6 +164,12 @@ other|other-fast)
     if [[ $CASE == other ]]; then replay -r "$REPO/captures/other-clients.pcapng" -q
     else replay -r "$REPO/captures/other-clients.pcapng" -q --timing fast; fi
     expect_clean
+    # kpy-admin's DescribeConfigs of the broker: listeners and controller endpoints
+    # hold the recorded ports; mapped to the target's, they differ only in ignored
+    # host values (log.dirs). Races are counted apart, never as regressions.
+    [[ $(json "[(a['ignoredOnly'], a['regressions']) for a in r['apis'] if a['api'].startswith('DescribeConfigs')]") == "[(1, 0)]" ]] \
+        || fail "DescribeConfigs listener endpoints were not mapped to the target's"
+    [[ $(json "r['summary']['races'] == len(r['races'])") == True ]] || fail "races counted and listed differently"
     for client in kpy-admin kpy-consumer kcat-consumer kcat-zstd; do
         [[ $(json "any(s['clientId']=='$client' and 'skipped' not in s for s in r['sessions'])") == True ]] \
             || fail "no replayed session of $client"
