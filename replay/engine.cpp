@@ -383,6 +383,7 @@ struct LiveConn {
   std::vector<size_t> results;       // exchange index -> ExchangeResult index
   std::vector<bool> settled;         // answered out of turn: a recorded retry the target did not need
   std::deque<Retry> retries;
+  RetryBudget retry;                 // the session's, shared by all its requests
   TrafficWriter::Flow flow;
   bool filtered_session = false;
   // The session's SASL login (its recorded mechanism, with the given credentials).
@@ -718,6 +719,8 @@ bool Engine::prepare(std::string& error) {
     sr.client_id = s.client_id;
     sr.skip = s.skip;
     LiveConn c;
+    c.retry.max_retries = o_.retry_budget.max_retries;
+    c.retry.max_us = o_.retry_budget.max_us;
     if (!s.sasl_mechanism.empty() && s.skip.starts_with("authenticates")) {
       // Recorded with a SASL login: replayed with the given credentials for
       // its mechanism, or not at all (a login cannot be replayed as recorded).
@@ -1050,17 +1053,29 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
   dec_.decode_response(e.response, e.api_key, e.api_version, recorded_resp_);
   const int live_class = error_class(ps_, live_);
   int recorded_class = error_class(ps_, recorded_resp_);
-  if (live_class == 1 && recorded_class != 1 && live_.ok() &&
-      now - f.first_sent_us < std::min<int64_t>(static_cast<int64_t>(o_.timeout_s * 1e6), kRetryForUs) && f.attempts < 100) {
+  const int64_t backoff = std::min<int64_t>(50000LL << std::min(f.attempts + 1, 5), 1000000);
+  const bool budget_was_spent = c.retry.spent;
+  SessionResult& sr = out_.sessions[c.result];
+  if (should_retry(live_class, recorded_class, live_.ok(), now - f.first_sent_us,
+                   std::min<int64_t>(static_cast<int64_t>(o_.timeout_s * 1e6), kRetryForUs), f.attempts, c.retry,
+                   now - f.sent_us + backoff)) {
     // The target is not ready where the recorded broker was (a coordinator
     // loading, a leader being elected): ask again, as the client would. Also
     // where the capture shows an error that is not retriable: JoinGroup's
     // MEMBER_ID_REQUIRED, a protocol step, comes once the coordinator is loaded.
     ++f.attempts;
+    sr.retries = c.retry.retries;
+    sr.retry_s = c.retry.spent_us / 1e6;
     r.note = "answered after " + std::to_string(f.attempts) + " attempts (retriable errors before)";
-    int64_t backoff = std::min<int64_t>(50000LL << std::min(f.attempts, 5), 1000000);
     c.retries.push_back({std::move(f), now + backoff});
     return;
+  }
+  if (c.retry.spent && !budget_was_spent) {
+    sr.retry_budget_spent = true;
+    char line[200];
+    snprintf(line, sizeof line, "session %u: retry budget spent (%u retries, %.1f s); its later answers are compared as they come",
+             c.s->id, c.retry.retries, c.retry.spent_us / 1e6);
+    out_.notes.push_back(line);
   }
   if (recorded_class == 1 && live_class != 1) {
     // The capture shows a retriable error here and the client's retries after
@@ -1134,8 +1149,9 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
     for (auto& d : r.differences)
       if (!d.ignored && d.rule.empty()) { d.ignored = true; d.rule = "retriable error in the capture (timing)"; }
   } else if (recorded_class != 1 && live_class == 1) {
-    // Still retriable after the retries' time was up.
-    r.note = "the target still answered with a retriable error after " + std::to_string(f.attempts) + " attempts";
+    // Still retriable after the retries' time was up, or the session's retry budget is spent.
+    r.note = "the target still answered with a retriable error after " + std::to_string(f.attempts) + " attempts" +
+             (c.retry.spent ? " (the session's retry budget is spent)" : "");
   }
   bool regression = false, any = false;
   for (const auto& d : r.differences) { any = true; if (!d.ignored) regression = true; }
@@ -1351,6 +1367,23 @@ bool run_replay(const ProgramSet& ps, const Recording& rec, const ReplayOptions&
   const bool ok = e.run(error);
   control_stop = nullptr;
   return ok;
+}
+
+bool RetryBudget::grant(int64_t cost_us) {
+  if (spent || retries >= max_retries || spent_us + cost_us > max_us) {
+    spent = true;
+    return false;
+  }
+  ++retries;
+  spent_us += cost_us;
+  return true;
+}
+
+bool should_retry(int live_class, int recorded_class, bool live_decoded, int64_t age_us, int64_t request_limit_us,
+                  int attempts, RetryBudget& budget, int64_t cost_us) {
+  if (live_class != 1 || recorded_class == 1 || !live_decoded) return false;
+  if (age_us >= request_limit_us || attempts >= 100) return false;
+  return budget.grant(cost_us);
 }
 
 }  // namespace kwire::replay
