@@ -371,6 +371,14 @@ class Walker {
         out_.push_back({path_, json_text(a), json_text(b), "assignment one heartbeat earlier or later (timing)", true});
         return;
       }
+      if (live_timer_pending()) {
+        // The target says its assignment waits for a timer (ASSIGNMENT_DELAYED):
+        // heartbeats sent faster than recorded (--timing fast) come before it
+        // fires, however many of them there are. Which heartbeat gets the
+        // assignment is timing.
+        out_.push_back({path_, json_text(a), json_text(b), "the target's assignment waits for a timer (timing)", true});
+        return;
+      }
       diff(json_text(a), json_text(b));
       return;
     }
@@ -414,6 +422,29 @@ class Walker {
     }
     return false;
   }
+
+  // The live response has a status of timer_statuses() that delays the
+  // assignment (ASSIGNMENT_DELAYED, not MISSING_INTERNAL_TOPICS) at top level.
+  bool live_timer_pending() const {
+    if (!live_.body) return false;
+    for (uint32_t c : Children(live_, live_.body)) {
+      const Node& n = live_.nodes[c];
+      if (n.desc == kDescUnknownTag || n.is_null() || n.type != WireType::Array) continue;
+      const std::string field = "body." + std::string(ps_.field(n.desc).json_name);
+      for (const auto& t : timer_statuses()) {
+        if (t.api != api_ || t.path != field || t.code != kAssignmentDelayed) continue;
+        for (uint32_t el : Children(live_, c)) {
+          if (live_.nodes[el].type != WireType::Struct) continue;
+          for (uint32_t f : Children(live_, el))
+            if (live_.nodes[f].desc != kDescUnknownTag && ps_.field(live_.nodes[f].desc).json_name == t.code_field &&
+                live_.nodes[f].v.i == t.code)
+              return true;
+        }
+      }
+    }
+    return false;
+  }
+  static constexpr int64_t kAssignmentDelayed = 5;  // StreamsGroupHeartbeat status code
 
   bool timer_element(const Frame& f, uint32_t el) const {
     for (const auto& t : timer_statuses()) {

@@ -345,6 +345,34 @@ TEST(ReplayCompare, StatusesThatOnlySayATimerHasNotFiredAreTiming) {
   EXPECT_FALSE(d[0].ignored);
 }
 
+TEST(ReplayCompare, AnAssignmentTheTargetDelaysByATimerIsTimingForAnyNumberOfHeartbeats) {
+  // Fast timing: the member heartbeats again and again before the target's initial
+  // rebalance delay fires; every answer says ASSIGNMENT_DELAYED (5) and has no tasks,
+  // where the capture had the assignment (subtopology 0, partition 0) from the first.
+  const auto assigned = sgh_response({}, {{"0", {0}}});
+  const auto delayed = sgh_response({{5, "assignment delayed"}}, {});
+  replay::StickyMemory m;
+  for (int beat = 0; beat < 3; ++beat) {
+    auto d = diff_with_memory(assigned, delayed, 88, 1, m);
+    ASSERT_EQ(d.size(), 1u) << beat;
+    EXPECT_EQ(d[0].path, "body.activeTasks");
+    EXPECT_EQ(d[0].recorded, "[{\"subtopologyId\":\"0\",\"partitions\":[0]}]");
+    EXPECT_EQ(d[0].replayed, "[]");
+    EXPECT_TRUE(d[0].ignored) << beat;
+    EXPECT_EQ(d[0].rule, "the target's assignment waits for a timer (timing)") << beat;
+  }
+  // Without the status, an assignment that does not come is a regression.
+  auto d = diff_with_memory(assigned, sgh_response({}, {}), 88, 1, m);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_FALSE(d[0].ignored);
+  // MISSING_INTERNAL_TOPICS (3) is no promise of an assignment: still a regression.
+  replay::StickyMemory m2;
+  diff_with_memory(assigned, assigned, 88, 1, m2);
+  d = diff_with_memory(assigned, sgh_response({{3, "internal topics are missing: [x]"}}, {}), 88, 1, m2);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_FALSE(d[0].ignored);
+}
+
 TEST(ReplayCompare, ValueArraysOutsideTheSetTableKeepTheirOrder) {
   // MetadataResponse v12 partition replicas: the first is the preferred leader.
   auto metadata = [](std::vector<int> replicas) {
