@@ -213,6 +213,30 @@ const std::vector<TimerStatus>& timer_statuses() {
 }
 
 namespace {
+bool has_status_code(const ProgramSet& ps, const Frame& f, int64_t code) {
+  if (!f.program || !f.body || f.program->api_name != "StreamsGroupHeartbeat") return false;
+  for (uint32_t c : Children(f, f.body)) {
+    const Node& n = f.nodes[c];
+    if (n.desc == kDescUnknownTag || n.is_null() || n.type != WireType::Array || ps.field(n.desc).json_name != "status")
+      continue;
+    for (uint32_t el : Children(f, c)) {
+      if (f.nodes[el].type != WireType::Struct) continue;
+      for (uint32_t k : Children(f, el))
+        if (f.nodes[k].desc != kDescUnknownTag && ps.field(f.nodes[k].desc).json_name == "statusCode" && f.nodes[k].v.i == code)
+          return true;
+    }
+  }
+  return false;
+}
+}  // namespace
+
+bool assignment_delayed_only_live(const ProgramSet& ps, const Frame& recorded, const Frame& live) {
+  constexpr int64_t kAssignmentDelayed = 5;
+  return has_status_code(ps, live, kAssignmentDelayed) && recorded.program && recorded.body &&
+         !has_status_code(ps, recorded, kAssignmentDelayed);
+}
+
+namespace {
 bool unordered_values(std::string_view api, const std::vector<std::string_view>& segs) {
   for (const auto& u : unordered_arrays())
     if (u.pattern.matches_exactly(api, segs)) return true;

@@ -98,6 +98,10 @@ struct TimerStatus {
   int64_t code;
 };
 const std::vector<TimerStatus>& timer_statuses();
+// A StreamsGroupHeartbeat answer whose status says ASSIGNMENT_DELAYED (the
+// target's assignment waits for a timer) where the recorded answer has no such
+// status: the client would heartbeat again, and the replay does (a retry).
+bool assignment_delayed_only_live(const ProgramSet& ps, const Frame& recorded, const Frame& live);
 // The last effective value of each sticky field, per member connection.
 struct StickyMemory {
   std::unordered_map<std::string, std::string> recorded, live;

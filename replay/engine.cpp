@@ -332,6 +332,8 @@ struct InFlight {
   std::vector<uint8_t> bytes;        // as sent, for a retry
   int attempts = 1;
   int64_t first_sent_us = 0;
+  uint32_t charged = 0;              // retries charged to the session's budget
+  int64_t charged_us = 0;            // and their cost
 };
 
 // A request the target answered with a retriable error where the capture
@@ -345,6 +347,19 @@ struct Retry {
 bool same_request(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
   return a.size() == b.size() && a.size() >= 12 && std::equal(a.begin(), a.begin() + 8, b.begin()) &&
          std::equal(a.begin() + 12, a.end(), b.begin() + 12);
+}
+
+// Every error code set is a coordinator's (loading, not available, moved).
+bool coordinator_wait(const ProgramSet& ps, const Frame& f) {
+  bool any = false;
+  for (uint32_t i = f.body; f.body && i < f.nodes.size(); ++i) {
+    const Node& n = f.nodes[i];
+    if (n.desc == kDescUnknownTag || n.v.i == 0 || !is_integer(n.type) || !is_error_code_field(ps.field(n.desc))) continue;
+    // COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
+    if (n.v.i != 14 && n.v.i != 15 && n.v.i != 16) return false;
+    any = true;
+  }
+  return any;
 }
 
 // 0: no error code set; 1: only retriable ones; 2: some that are not.
@@ -1056,19 +1071,34 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
   const int64_t backoff = std::min<int64_t>(50000LL << std::min(f.attempts + 1, 5), 1000000);
   const bool budget_was_spent = c.retry.spent;
   SessionResult& sr = out_.sessions[c.result];
-  if (should_retry(live_class, recorded_class, live_.ok(), now - f.first_sent_us,
+  // A heartbeat the target answers "assignment delayed" (a timer, such as the
+  // initial rebalance delay, not fired yet) where the capture shows none: the
+  // member heartbeats again, as with a retriable error. Matters in --timing
+  // fast, which would otherwise run through the member's whole life before
+  // the timer fires.
+  const bool delayed = live_class == 0 && live_.ok() && assignment_delayed_only_live(ps_, recorded_resp_, live_);
+  const bool charged = !coordinator_wait(ps_, live_);
+  if (should_retry(delayed ? 1 : live_class, recorded_class, live_.ok(), now - f.first_sent_us,
                    std::min<int64_t>(static_cast<int64_t>(o_.timeout_s * 1e6), kRetryForUs), f.attempts, c.retry,
-                   now - f.sent_us + backoff)) {
+                   now - f.sent_us + backoff, charged)) {
     // The target is not ready where the recorded broker was (a coordinator
     // loading, a leader being elected): ask again, as the client would. Also
     // where the capture shows an error that is not retriable: JoinGroup's
     // MEMBER_ID_REQUIRED, a protocol step, comes once the coordinator is loaded.
     ++f.attempts;
+    if (charged) ++f.charged, f.charged_us += now - f.sent_us + backoff;
     sr.retries = c.retry.retries;
     sr.retry_s = c.retry.spent_us / 1e6;
-    r.note = "answered after " + std::to_string(f.attempts) + " attempts (retriable errors before)";
+    r.note = "answered after " + std::to_string(f.attempts) + " attempts (" +
+             (delayed ? "the assignment delayed before)" : "retriable errors before)");
     c.retries.push_back({std::move(f), now + backoff});
     return;
+  }
+  if (f.charged && live_class != 1 && !delayed) {
+    // The retries got it answered: the target recovered, the budget is given back.
+    c.retry.refund(f.charged, f.charged_us);
+    sr.retries = c.retry.retries;
+    sr.retry_s = c.retry.spent_us / 1e6;
   }
   if (c.retry.spent && !budget_was_spent) {
     sr.retry_budget_spent = true;
@@ -1369,8 +1399,10 @@ bool run_replay(const ProgramSet& ps, const Recording& rec, const ReplayOptions&
   return ok;
 }
 
-bool RetryBudget::grant(int64_t cost_us) {
-  if (spent || retries >= max_retries || spent_us + cost_us > max_us) {
+bool RetryBudget::grant(int64_t cost_us, bool charged) {
+  if (spent) return false;
+  if (!charged) return true;
+  if (retries >= max_retries || spent_us + cost_us > max_us) {
     spent = true;
     return false;
   }
@@ -1379,11 +1411,16 @@ bool RetryBudget::grant(int64_t cost_us) {
   return true;
 }
 
+void RetryBudget::refund(uint32_t n, int64_t cost_us) {
+  retries -= std::min(retries, n);
+  spent_us -= std::min(spent_us, cost_us);
+}
+
 bool should_retry(int live_class, int recorded_class, bool live_decoded, int64_t age_us, int64_t request_limit_us,
-                  int attempts, RetryBudget& budget, int64_t cost_us) {
+                  int attempts, RetryBudget& budget, int64_t cost_us, bool charged) {
   if (live_class != 1 || recorded_class == 1 || !live_decoded) return false;
   if (age_us >= request_limit_us || attempts >= 100) return false;
-  return budget.grant(cost_us);
+  return budget.grant(cost_us, charged);
 }
 
 }  // namespace kwire::replay

@@ -41,16 +41,22 @@ bool parse_host_port(const std::string& s, HostPort& out, std::string& error);
 // Once either is spent, the session's later answers are compared as they
 // come, so a target that keeps failing (a partition it lacks) costs a session
 // at most this much, not the per-request limit again for every request.
+// Retries that end in an answer (the target was only slow: a leader being
+// elected, concurrent transactions) are refunded, and waiting for a
+// coordinator to load is not charged (each request is bounded by its own
+// limit): a target that recovers does not spend the budget.
 struct RetryBudget {
   uint32_t max_retries = 20;
   int64_t max_us = 5'000'000;
-  uint32_t retries = 0;      // granted so far
-  int64_t spent_us = 0;      // charged so far
+  uint32_t retries = 0;      // charged so far (less those refunded)
+  int64_t spent_us = 0;      // their cost
   bool spent = false;        // a retry was refused for want of budget
   // Charges `cost_us` (the attempt just answered plus the back-off before the
   // next) and grants the retry, or refuses it (and stays refused) when the
   // count or the time would be exceeded.
-  bool grant(int64_t cost_us);
+  bool grant(int64_t cost_us, bool charged = true);
+  // Gives back what the retries of a request cost once they got it answered.
+  void refund(uint32_t n, int64_t cost_us);
 };
 
 // Whether a request is sent again: the target answered with only retriable
@@ -58,7 +64,7 @@ struct RetryBudget {
 // was not such a one, the answer decoded, and the request is still within its
 // own limits (age since first sent, attempts) and the session's budget.
 bool should_retry(int live_class, int recorded_class, bool live_decoded, int64_t age_us, int64_t request_limit_us,
-                  int attempts, RetryBudget& budget, int64_t cost_us);
+                  int attempts, RetryBudget& budget, int64_t cost_us, bool charged = true);
 
 struct ReplayOptions {
   HostPort target;                             // --target: every recorded broker by default
@@ -127,8 +133,8 @@ struct SessionResult {
   std::string client, broker, target, client_id;
   std::string skip;           // why the session was not replayed
   uint32_t reconnects = 0;
-  uint32_t retries = 0;       // requests sent again after a retriable error
-  double retry_s = 0;         // what they cost, charged to the session's retry budget
+  uint32_t retries = 0;       // retries charged to the session's budget (not refunded)
+  double retry_s = 0;         // what they cost
   bool retry_budget_spent = false;  // a retry was refused: later answers compared as they came
 };
 

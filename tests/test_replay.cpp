@@ -373,6 +373,26 @@ TEST(ReplayCompare, AnAssignmentTheTargetDelaysByATimerIsTimingForAnyNumberOfHea
   EXPECT_FALSE(d[0].ignored);
 }
 
+TEST(ReplayCompare, AHeartbeatDelayedOnlyLiveIsSentAgain) {
+  // The engine re-sends a heartbeat the target answers ASSIGNMENT_DELAYED (5) where the
+  // capture's answer has no such status (as for a retriable error).
+  FrameDecoder dec(ps());
+  auto decode = [&](const std::vector<uint8_t>& m, int api) {
+    Frame f;
+    dec.decode_response(m, static_cast<int16_t>(api), 1, f);
+    EXPECT_TRUE(f.ok());
+    return f;
+  };
+  const Frame assigned = decode(sgh_response({}, {{"0", {0}}}), 88);
+  const Frame delayed = decode(sgh_response({{5, "assignment delayed"}}, {}), 88);
+  const Frame missing = decode(sgh_response({{3, "internal topics are missing: [x]"}}, {}), 88);
+  EXPECT_TRUE(replay::assignment_delayed_only_live(ps(), assigned, delayed));
+  EXPECT_FALSE(replay::assignment_delayed_only_live(ps(), delayed, delayed));   // delayed in the capture too
+  EXPECT_FALSE(replay::assignment_delayed_only_live(ps(), delayed, assigned));
+  EXPECT_FALSE(replay::assignment_delayed_only_live(ps(), assigned, missing));  // another status
+  EXPECT_FALSE(replay::assignment_delayed_only_live(ps(), assigned, assigned));
+}
+
 TEST(ReplayCompare, ValueArraysOutsideTheSetTableKeepTheirOrder) {
   // MetadataResponse v12 partition replicas: the first is the preferred leader.
   auto metadata = [](std::vector<int> replicas) {
@@ -563,6 +583,15 @@ TEST(ReplayRetryBudget, CountAndTimeBoundASession) {
   for (int i = 0; i < 1000; ++i) granted += replay::should_retry(1, 0, true, 0, 10'000'000, 1, t, 1'002'000);
   EXPECT_EQ(granted, 4);
   EXPECT_EQ(t.spent_us, 4 * 1'002'000);
+  // Retries that got their request answered are given back; a coordinator loading is not charged.
+  replay::RetryBudget r;
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(replay::should_retry(1, 0, true, 0, 10'000'000, 1, r, 1'000'000));
+  r.refund(3, 3'000'000);
+  EXPECT_EQ(r.retries, 0u);
+  EXPECT_EQ(r.spent_us, 0);
+  for (int i = 0; i < 30; ++i) EXPECT_TRUE(replay::should_retry(1, 0, true, 0, 10'000'000, 1, r, 1'000'000, false));
+  EXPECT_EQ(r.spent_us, 0);
+  EXPECT_FALSE(r.spent);
   // Once spent it stays spent, even for a cheaper retry.
   EXPECT_FALSE(t.grant(1));
   // No budget: no retry at all.
