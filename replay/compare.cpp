@@ -196,6 +196,9 @@ const std::vector<StickyField>& sticky_fields() {
       {"StreamsGroupHeartbeat", "body.standbyTasks"},
       {"StreamsGroupHeartbeat", "body.warmupTasks"},
       {"StreamsGroupHeartbeat", "body.partitionsByUserEndpoint"},
+      // The broker asks for the topology description again once the back-off
+      // after a transient failure of its plugin is over: a timer of its own.
+      {"StreamsGroupHeartbeat", "body.topologyDescriptionRequired"},
       {"ConsumerGroupHeartbeat", "body.assignment"},
       {"ShareGroupHeartbeat", "body.assignment"},
   };
@@ -392,7 +395,7 @@ class Walker {
       if (a == b) return;
       auto next = memory_->next.find(key);
       if ((next != memory_->next.end() && next->second == b) || (!previous.empty() && previous == b)) {
-        out_.push_back({path_, json_text(a), json_text(b), "assignment one heartbeat earlier or later (timing)", true});
+        out_.push_back({path_, json_text(a), json_text(b), "one heartbeat earlier or later (timing)", true});
         return;
       }
       if (live_timer_pending()) {

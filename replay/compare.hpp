@@ -85,7 +85,9 @@ std::string mask_endpoints(std::string_view value);
 
 // Heartbeat responses leave an assignment null when it did not change, and
 // which heartbeat first carries a new one is timing. Fields listed here are
-// compared by their effective value: the last one sent to that member.
+// compared by their effective value: the last one sent to that member (a
+// field that is never null, such as topologyDescriptionRequired, by its value),
+// and a value the capture shows one heartbeat earlier or later is timing.
 struct StickyField {
   std::string_view api;    // "StreamsGroupHeartbeat"
   std::string_view path;   // "body.activeTasks"

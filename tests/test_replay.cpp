@@ -373,6 +373,43 @@ TEST(ReplayCompare, AnAssignmentTheTargetDelaysByATimerIsTimingForAnyNumberOfHea
   EXPECT_FALSE(d[0].ignored);
 }
 
+TEST(ReplayCompare, TopologyDescriptionRequiredOneHeartbeatEarlierOrLaterIsTiming) {
+  // StreamsGroupHeartbeatResponse v1 with topologyDescriptionRequired as given.
+  auto beat = [](bool required) {
+    Bytes b;
+    b.i32(12).tags0();
+    b.i32(0).i16(0).cnull().cstr("member-0001").i32(3).i32(2000).i32(1000).i64(10000).carr(0);
+    b.cnull().cnull().cnull().boolean(required).i32(0).cnull().tags0();
+    return b.message();
+  };
+  // The capture: false, true (the broker asks again after its back-off), false.
+  // The target asks one heartbeat earlier: true, false, false.
+  FrameDecoder d(ps());
+  Frame next;
+  replay::StickyMemory m;
+  d.decode_response(beat(true), 88, 1, next);
+  replay::sticky_lookahead(ps(), next, "1", m);
+  auto first = diff_with_memory(beat(false), beat(true), 88, 1, m);
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].path, "body.topologyDescriptionRequired");
+  EXPECT_TRUE(first[0].ignored);
+  EXPECT_EQ(first[0].rule, "one heartbeat earlier or later (timing)");
+  d.decode_response(beat(false), 88, 1, next);
+  replay::sticky_lookahead(ps(), next, "1", m);
+  auto second = diff_with_memory(beat(true), beat(false), 88, 1, m);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_TRUE(second[0].ignored);
+  EXPECT_TRUE(diff_with_memory(beat(false), beat(false), 88, 1, m).empty());
+  // A broker that asks where the capture never shows it asked is a regression.
+  replay::StickyMemory fresh;
+  d.decode_response(beat(false), 88, 1, next);
+  replay::sticky_lookahead(ps(), next, "1", fresh);
+  diff_with_memory(beat(false), beat(false), 88, 1, fresh);
+  auto never = diff_with_memory(beat(false), beat(true), 88, 1, fresh);
+  ASSERT_EQ(never.size(), 1u);
+  EXPECT_FALSE(never[0].ignored);
+}
+
 TEST(ReplayCompare, AHeartbeatDelayedOnlyLiveIsSentAgain) {
   // The engine re-sends a heartbeat the target answers ASSIGNMENT_DELAYED (5) where the
   // capture's answer has no such status (as for a retriable error).
