@@ -64,6 +64,13 @@ const char* kReplayHelp =
     "  --timeout S           per-request timeout, seconds (default 30; at least twice the\n"
     "                        recorded latency). A retriable error where the capture shows\n"
     "                        success is retried with back-off for up to 10 s (or S)\n"
+    "  --retry-budget S[:N]  what one session may spend on such retries: S seconds (each\n"
+    "                        attempt's round trip and the back-off after it; default 5)\n"
+    "                        and N retries (default 20); retries that end in an answer\n"
+    "                        are given back, waits for a coordinator to load not charged;\n"
+    "                        once spent, the session's later answers are compared as they\n"
+    "                        come (retriable errors become regressions) and the report\n"
+    "                        says so. 0: no retries\n"
     "  --reconnect-timeout S give a connection up after S seconds unreachable, and the\n"
     "                        whole target once it sent nothing for S seconds while\n"
     "                        requests timed out (default 10)\n"
@@ -235,7 +242,7 @@ int replay_command(std::vector<std::string> args) {
     static const std::set<std::string> with_value = {
         "-r", "-Y", "--target", "--map", "-p", "--timing", "--speed", "--api", "--group", "--conn", "--rename-group",
         "--rename-topic", "--ignore", "--expect", "--report", "--junit", "--record-out", "--script", "--timeout", "--budget",
-        "--reconnect-timeout", "--sasl-plain", "--sasl-scram-256", "--sasl-scram-512", "--sasl-oauthbearer",
+        "--retry-budget", "--reconnect-timeout", "--sasl-plain", "--sasl-scram-256", "--sasl-scram-512", "--sasl-oauthbearer",
         "--tls-keylog", "--tls-ca", "--tls-cert", "--tls-key", "--tls-server-name"};
     if (!with_value.count(a)) return fail("unknown option " + a + " (kwire replay --help lists them)");
     if (!(v = next())) return fail(a + " needs a value");
@@ -313,6 +320,27 @@ int replay_command(std::vector<std::string> args) {
       try { s = std::stod(*v); } catch (...) {}
       if (!(s >= 0)) return fail("--budget needs a number of seconds (0: no bound), not " + *v);
       budget = s;
+    }
+    else if (a == "--retry-budget") {
+      // S or S:N
+      double s = -1;
+      long long n = o.retry_budget.max_retries;
+      const auto colon = v->find(':');
+      try {
+        size_t used = 0;
+        const std::string secs = v->substr(0, colon);
+        s = std::stod(secs, &used);
+        if (used != secs.size()) s = -1;
+        if (colon != std::string::npos) {
+          const std::string count = v->substr(colon + 1);
+          n = std::stoll(count, &used);
+          if (used != count.size()) n = -1;
+        }
+      } catch (...) { s = -1; }
+      if (!(s >= 0) || n < 0 || n > 1000000)
+        return fail("--retry-budget needs seconds and optionally a count of retries (S or S:N, e.g. 5:20), not " + *v);
+      o.retry_budget.max_us = static_cast<int64_t>(s * 1e6);
+      o.retry_budget.max_retries = static_cast<uint32_t>(n);
     }
     else if (a == "--tls-ca") o.tls.enabled = true, o.tls.ca_file = *v;
     else if (a == "--tls-cert") o.tls.enabled = true, o.tls.cert_file = *v;

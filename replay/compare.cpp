@@ -339,6 +339,9 @@ const std::vector<StickyField>& sticky_fields() {
       {"StreamsGroupHeartbeat", "body.standbyTasks"},
       {"StreamsGroupHeartbeat", "body.warmupTasks"},
       {"StreamsGroupHeartbeat", "body.partitionsByUserEndpoint"},
+      // The broker asks for the topology description again once the back-off
+      // after a transient failure of its plugin is over: a timer of its own.
+      {"StreamsGroupHeartbeat", "body.topologyDescriptionRequired"},
       {"ConsumerGroupHeartbeat", "body.assignment"},
       {"ShareGroupHeartbeat", "body.assignment"},
   };
@@ -353,6 +356,30 @@ const std::vector<TimerStatus>& timer_statuses() {
       {"StreamsGroupHeartbeat", "body.status", "statusCode", 3},
   };
   return v;
+}
+
+namespace {
+bool has_status_code(const ProgramSet& ps, const Frame& f, int64_t code) {
+  if (!f.program || !f.body || f.program->api_name != "StreamsGroupHeartbeat") return false;
+  for (uint32_t c : Children(f, f.body)) {
+    const Node& n = f.nodes[c];
+    if (n.desc == kDescUnknownTag || n.is_null() || n.type != WireType::Array || ps.field(n.desc).json_name != "status")
+      continue;
+    for (uint32_t el : Children(f, c)) {
+      if (f.nodes[el].type != WireType::Struct) continue;
+      for (uint32_t k : Children(f, el))
+        if (f.nodes[k].desc != kDescUnknownTag && ps.field(f.nodes[k].desc).json_name == "statusCode" && f.nodes[k].v.i == code)
+          return true;
+    }
+  }
+  return false;
+}
+}  // namespace
+
+bool assignment_delayed_only_live(const ProgramSet& ps, const Frame& recorded, const Frame& live) {
+  constexpr int64_t kAssignmentDelayed = 5;
+  return has_status_code(ps, live, kAssignmentDelayed) && recorded.program && recorded.body &&
+         !has_status_code(ps, recorded, kAssignmentDelayed);
 }
 
 namespace {
@@ -511,7 +538,15 @@ class Walker {
       if (a == b) return;
       auto next = memory_->next.find(key);
       if ((next != memory_->next.end() && next->second == b) || (!previous.empty() && previous == b)) {
-        out_.push_back({path_, json_text(a), json_text(b), "assignment one heartbeat earlier or later (timing)", true});
+        out_.push_back({path_, json_text(a), json_text(b), "one heartbeat earlier or later (timing)", true});
+        return;
+      }
+      if (live_timer_pending()) {
+        // The target says its assignment waits for a timer (ASSIGNMENT_DELAYED):
+        // heartbeats sent faster than recorded (--timing fast) come before it
+        // fires, however many of them there are. Which heartbeat gets the
+        // assignment is timing.
+        out_.push_back({path_, json_text(a), json_text(b), "the target's assignment waits for a timer (timing)", true});
         return;
       }
       diff(json_text(a), json_text(b));
@@ -590,6 +625,28 @@ class Walker {
     }
     return out;
   }
+  // The live response has a status of timer_statuses() that delays the
+  // assignment (ASSIGNMENT_DELAYED, not MISSING_INTERNAL_TOPICS) at top level.
+  bool live_timer_pending() const {
+    if (!live_.body) return false;
+    for (uint32_t c : Children(live_, live_.body)) {
+      const Node& n = live_.nodes[c];
+      if (n.desc == kDescUnknownTag || n.is_null() || n.type != WireType::Array) continue;
+      const std::string field = "body." + std::string(ps_.field(n.desc).json_name);
+      for (const auto& t : timer_statuses()) {
+        if (t.api != api_ || t.path != field || t.code != kAssignmentDelayed) continue;
+        for (uint32_t el : Children(live_, c)) {
+          if (live_.nodes[el].type != WireType::Struct) continue;
+          for (uint32_t f : Children(live_, el))
+            if (live_.nodes[f].desc != kDescUnknownTag && ps_.field(live_.nodes[f].desc).json_name == t.code_field &&
+                live_.nodes[f].v.i == t.code)
+              return true;
+        }
+      }
+    }
+    return false;
+  }
+  static constexpr int64_t kAssignmentDelayed = 5;  // StreamsGroupHeartbeat status code
 
   bool timer_element(const Frame& f, uint32_t el) const {
     for (const auto& t : timer_statuses()) {

@@ -132,7 +132,9 @@ void learn_node_endpoints(const ProgramSet& ps, const Frame& recorded, const Fra
 
 // Heartbeat responses leave an assignment null when it did not change, and
 // which heartbeat first carries a new one is timing. Fields listed here are
-// compared by their effective value: the last one sent to that member.
+// compared by their effective value: the last one sent to that member (a
+// field that is never null, such as topologyDescriptionRequired, by its value),
+// and a value the capture shows one heartbeat earlier or later is timing.
 struct StickyField {
   std::string_view api;    // "StreamsGroupHeartbeat"
   std::string_view path;   // "body.activeTasks"
@@ -145,6 +147,10 @@ struct TimerStatus {
   int64_t code;
 };
 const std::vector<TimerStatus>& timer_statuses();
+// A StreamsGroupHeartbeat answer whose status says ASSIGNMENT_DELAYED (the
+// target's assignment waits for a timer) where the recorded answer has no such
+// status: the client would heartbeat again, and the replay does (a retry).
+bool assignment_delayed_only_live(const ProgramSet& ps, const Frame& recorded, const Frame& live);
 // The last effective value of each sticky field, per member connection.
 struct StickyMemory {
   std::unordered_map<std::string, std::string> recorded, live;

@@ -335,6 +335,8 @@ struct InFlight {
   int attempts = 1;
   int64_t first_sent_us = 0;
   int converge = 0;                  // re-sent as a read that lags an admin write of the replay
+  uint32_t charged = 0;              // retries charged to the session's budget
+  int64_t charged_us = 0;            // and their cost
 };
 
 // A request the target answered with a retriable error where the capture
@@ -348,6 +350,19 @@ struct Retry {
 bool same_request(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
   return a.size() == b.size() && a.size() >= 12 && std::equal(a.begin(), a.begin() + 8, b.begin()) &&
          std::equal(a.begin() + 12, a.end(), b.begin() + 12);
+}
+
+// Every error code set is a coordinator's (loading, not available, moved).
+bool coordinator_wait(const ProgramSet& ps, const Frame& f) {
+  bool any = false;
+  for (uint32_t i = f.body; f.body && i < f.nodes.size(); ++i) {
+    const Node& n = f.nodes[i];
+    if (n.desc == kDescUnknownTag || n.v.i == 0 || !is_integer(n.type) || !is_error_code_field(ps.field(n.desc))) continue;
+    // COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
+    if (n.v.i != 14 && n.v.i != 15 && n.v.i != 16) return false;
+    any = true;
+  }
+  return any;
 }
 
 // 0: no error code set; 1: only retriable ones; 2: some that are not.
@@ -386,6 +401,7 @@ struct LiveConn {
   std::vector<size_t> results;       // exchange index -> ExchangeResult index
   std::vector<bool> settled;         // answered out of turn: a recorded retry the target did not need
   std::deque<Retry> retries;
+  RetryBudget retry;                 // the session's, shared by all its requests
   TrafficWriter::Flow flow;
   bool filtered_session = false;
   // The session's SASL login (its recorded mechanism, with the given credentials).
@@ -728,6 +744,8 @@ bool Engine::prepare(std::string& error) {
     sr.client_id = s.client_id;
     sr.skip = s.skip;
     LiveConn c;
+    c.retry.max_retries = o_.retry_budget.max_retries;
+    c.retry.max_us = o_.retry_budget.max_us;
     if (!s.sasl_mechanism.empty() && s.skip.starts_with("authenticates")) {
       // Recorded with a SASL login: replayed with the given credentials for
       // its mechanism, or not at all (a login cannot be replayed as recorded).
@@ -1064,17 +1082,44 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
   dec_.decode_response(e.response, e.api_key, e.api_version, recorded_resp_);
   const int live_class = error_class(ps_, live_);
   int recorded_class = error_class(ps_, recorded_resp_);
-  if (live_class == 1 && recorded_class != 1 && live_.ok() &&
-      now - f.first_sent_us < std::min<int64_t>(static_cast<int64_t>(o_.timeout_s * 1e6), kRetryForUs) && f.attempts < 100) {
+  const int64_t backoff = std::min<int64_t>(50000LL << std::min(f.attempts + 1, 5), 1000000);
+  const bool budget_was_spent = c.retry.spent;
+  SessionResult& sr = out_.sessions[c.result];
+  // A heartbeat the target answers "assignment delayed" (a timer, such as the
+  // initial rebalance delay, not fired yet) where the capture shows none: the
+  // member heartbeats again, as with a retriable error. Matters in --timing
+  // fast, which would otherwise run through the member's whole life before
+  // the timer fires.
+  const bool delayed = live_class == 0 && live_.ok() && assignment_delayed_only_live(ps_, recorded_resp_, live_);
+  const bool charged = !coordinator_wait(ps_, live_);
+  if (should_retry(delayed ? 1 : live_class, recorded_class, live_.ok(), now - f.first_sent_us,
+                   std::min<int64_t>(static_cast<int64_t>(o_.timeout_s * 1e6), kRetryForUs), f.attempts, c.retry,
+                   now - f.sent_us + backoff, charged)) {
     // The target is not ready where the recorded broker was (a coordinator
     // loading, a leader being elected): ask again, as the client would. Also
     // where the capture shows an error that is not retriable: JoinGroup's
     // MEMBER_ID_REQUIRED, a protocol step, comes once the coordinator is loaded.
     ++f.attempts;
-    r.note = "answered after " + std::to_string(f.attempts) + " attempts (retriable errors before)";
-    int64_t backoff = std::min<int64_t>(50000LL << std::min(f.attempts, 5), 1000000);
+    if (charged) ++f.charged, f.charged_us += now - f.sent_us + backoff;
+    sr.retries = c.retry.retries;
+    sr.retry_s = c.retry.spent_us / 1e6;
+    r.note = "answered after " + std::to_string(f.attempts) + " attempts (" +
+             (delayed ? "the assignment delayed before)" : "retriable errors before)");
     c.retries.push_back({std::move(f), now + backoff});
     return;
+  }
+  if (f.charged && live_class != 1 && !delayed) {
+    // The retries got it answered: the target recovered, the budget is given back.
+    c.retry.refund(f.charged, f.charged_us);
+    sr.retries = c.retry.retries;
+    sr.retry_s = c.retry.spent_us / 1e6;
+  }
+  if (c.retry.spent && !budget_was_spent) {
+    sr.retry_budget_spent = true;
+    char line[200];
+    snprintf(line, sizeof line, "session %u: retry budget spent (%u retries, %.1f s); its later answers are compared as they come",
+             c.s->id, c.retry.retries, c.retry.spent_us / 1e6);
+    out_.notes.push_back(line);
   }
   if (recorded_class == 1 && live_class != 1) {
     // The capture shows a retriable error here and the client's retries after
@@ -1152,8 +1197,9 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
     for (auto& d : r.differences)
       if (!d.ignored && d.rule.empty()) { d.ignored = true; d.rule = "retriable error in the capture (timing)"; }
   } else if (recorded_class != 1 && live_class == 1) {
-    // Still retriable after the retries' time was up.
-    r.note = "the target still answered with a retriable error after " + std::to_string(f.attempts) + " attempts";
+    // Still retriable after the retries' time was up, or the session's retry budget is spent.
+    r.note = "the target still answered with a retriable error after " + std::to_string(f.attempts) + " attempts" +
+             (c.retry.spent ? " (the session's retry budget is spent)" : "");
   }
   bool regression = false, any = false;
   for (const auto& d : r.differences) { any = true; if (!d.ignored) regression = true; }
@@ -1402,6 +1448,30 @@ bool run_replay(const ProgramSet& ps, const Recording& rec, const ReplayOptions&
   const bool ok = e.run(error);
   control_stop = nullptr;
   return ok;
+}
+
+bool RetryBudget::grant(int64_t cost_us, bool charged) {
+  if (spent) return false;
+  if (!charged) return true;
+  if (retries >= max_retries || spent_us + cost_us > max_us) {
+    spent = true;
+    return false;
+  }
+  ++retries;
+  spent_us += cost_us;
+  return true;
+}
+
+void RetryBudget::refund(uint32_t n, int64_t cost_us) {
+  retries -= std::min(retries, n);
+  spent_us -= std::min(spent_us, cost_us);
+}
+
+bool should_retry(int live_class, int recorded_class, bool live_decoded, int64_t age_us, int64_t request_limit_us,
+                  int attempts, RetryBudget& budget, int64_t cost_us, bool charged) {
+  if (live_class != 1 || recorded_class == 1 || !live_decoded) return false;
+  if (age_us >= request_limit_us || attempts >= 100) return false;
+  return budget.grant(cost_us, charged);
 }
 
 }  // namespace kwire::replay

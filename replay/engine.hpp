@@ -35,6 +35,37 @@ struct HostPort {
 };
 bool parse_host_port(const std::string& s, HostPort& out, std::string& error);
 
+// What one session may spend on sending again requests the target answered
+// with a retriable error where the capture shows success: a number of
+// retries and a time (each attempt's round trip and the back-off after it).
+// Once either is spent, the session's later answers are compared as they
+// come, so a target that keeps failing (a partition it lacks) costs a session
+// at most this much, not the per-request limit again for every request.
+// Retries that end in an answer (the target was only slow: a leader being
+// elected, concurrent transactions) are refunded, and waiting for a
+// coordinator to load is not charged (each request is bounded by its own
+// limit): a target that recovers does not spend the budget.
+struct RetryBudget {
+  uint32_t max_retries = 20;
+  int64_t max_us = 5'000'000;
+  uint32_t retries = 0;      // charged so far (less those refunded)
+  int64_t spent_us = 0;      // their cost
+  bool spent = false;        // a retry was refused for want of budget
+  // Charges `cost_us` (the attempt just answered plus the back-off before the
+  // next) and grants the retry, or refuses it (and stays refused) when the
+  // count or the time would be exceeded.
+  bool grant(int64_t cost_us, bool charged = true);
+  // Gives back what the retries of a request cost once they got it answered.
+  void refund(uint32_t n, int64_t cost_us);
+};
+
+// Whether a request is sent again: the target answered with only retriable
+// errors (live_class 1, see error classes in engine.cpp), the recorded answer
+// was not such a one, the answer decoded, and the request is still within its
+// own limits (age since first sent, attempts) and the session's budget.
+bool should_retry(int live_class, int recorded_class, bool live_decoded, int64_t age_us, int64_t request_limit_us,
+                  int attempts, RetryBudget& budget, int64_t cost_us, bool charged = true);
+
 struct ReplayOptions {
   HostPort target;                             // --target: every recorded broker by default
   std::map<std::string, HostPort> map;         // --map: recorded "addr:port" -> target
@@ -61,6 +92,7 @@ struct ReplayOptions {
   bool progress = false;                       // a status line on stderr (a terminal: rewritten in place)
   bool progress_lines = false;                 // with progress: a new line every 5 s (stderr is not a terminal)
   double budget_s = 0;                         // --budget: the whole run ends after this long (0: no bound)
+  RetryBudget retry_budget;                    // --retry-budget: each session's (limits only)
   const volatile std::sig_atomic_t* stop = nullptr;  // set from a signal handler: the run ends at once
   // --script hooks (see replay/script.hpp). on_request may edit the frame or
   // set skip; on_response may add expectations (path, value).
@@ -119,6 +151,9 @@ struct SessionResult {
   std::string client, broker, target, client_id;
   std::string skip;           // why the session was not replayed
   uint32_t reconnects = 0;
+  uint32_t retries = 0;       // retries charged to the session's budget (not refunded)
+  double retry_s = 0;         // what they cost
+  bool retry_budget_spent = false;  // a retry was refused: later answers compared as they came
 };
 
 struct ReplayResult {

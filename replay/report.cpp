@@ -163,7 +163,9 @@ void write_text_report(std::ostream& out, const ReplayResult& r, const ReportCon
     const ExchangeResult& e = *list.front();
     std::string who;
     for (const auto& s : r.sessions)
-      if (s.id == session) who = " " + s.client + " -> " + s.broker + (s.client_id.empty() ? "" : " (" + s.client_id + ")");
+      if (s.id == session)
+        who = " " + s.client + " -> " + s.broker + (s.client_id.empty() ? "" : " (" + s.client_id + ")") +
+              (s.retry_budget_spent ? ", retry budget spent" : "");
     out << "  session " << session << who << "\n    frame " << e.frame << " " << e.api_name << " v" << e.api_version
         << " (recorded response frame " << e.response_frame << ")\n";
     size_t shown = 0;
@@ -245,6 +247,9 @@ void write_json_report(std::ostream& out, const ReplayResult& r, const ReportCon
       << ",\"races\":" << t.races << ",\"readsConverged\":" << r.reads_converged
       << ",\"readsNotConverged\":" << r.reads_not_converged << ",\"wallSeconds\":" << r.wall_s << ",\"cpuSeconds\":" << r.cpu_s;
   if (!r.stopped.empty()) out << ",\"stopped\":" << quote(r.stopped);
+  size_t budget_spent = 0;
+  for (const auto& s : r.sessions) budget_spent += s.retry_budget_spent;
+  out << ",\"retryBudgetSpent\":" << budget_spent;
   out << "}";
   out << ",\"apis\":[";
   bool first = true;
@@ -261,7 +266,25 @@ void write_json_report(std::ostream& out, const ReplayResult& r, const ReportCon
   first = true;
   for (const auto& s : r.sessions) {
     out << (first ? "" : ",") << "{\"session\":" << s.id << ",\"client\":" << quote(s.client) << ",\"broker\":" << quote(s.broker)
-        << ",\"target\":" << quote(s.target) << ",\"clientId\":" << quote(s.client_id) << ",\"reconnects\":" << s.reconnects;
+        << ",\"target\":" << quote(s.target) << ",\"clientId\":" << quote(s.client_id) << ",\"reconnects\":" << s.reconnects
+        << ",\"retries\":" << s.retries << ",\"retrySeconds\":" << s.retry_s
+        << ",\"retryBudgetSpent\":" << (s.retry_budget_spent ? "true" : "false");
+    // The session's first divergence (its earliest regressed response, the
+    // first field that differs), as the text report shows it.
+    const ExchangeResult* firstr = nullptr;
+    for (const auto& e : r.exchanges)
+      if (e.session == s.id && e.outcome == Outcome::Regression && (!firstr || e.frame < firstr->frame)) firstr = &e;
+    if (firstr)
+      for (const auto& d : firstr->differences) {
+        if (d.ignored) continue;
+        out << ",\"firstDivergence\":{\"frame\":" << firstr->frame << ",\"api\":" << quote(firstr->api_name)
+            << ",\"version\":" << firstr->api_version << ",\"path\":" << quote(d.path) << ",\"recorded\":" << d.recorded
+            << ",\"replayed\":" << d.replayed;
+        if (!d.recorded_name.empty())
+          out << ",\"recordedName\":" << quote(d.recorded_name) << ",\"replayedName\":" << quote(d.replayed_name);
+        out << "}";
+        break;
+      }
     if (!s.skip.empty()) out << ",\"skipped\":" << quote(s.skip);
     out << "}";
     first = false;

@@ -345,6 +345,91 @@ TEST(ReplayCompare, StatusesThatOnlySayATimerHasNotFiredAreTiming) {
   EXPECT_FALSE(d[0].ignored);
 }
 
+TEST(ReplayCompare, AnAssignmentTheTargetDelaysByATimerIsTimingForAnyNumberOfHeartbeats) {
+  // Fast timing: the member heartbeats again and again before the target's initial
+  // rebalance delay fires; every answer says ASSIGNMENT_DELAYED (5) and has no tasks,
+  // where the capture had the assignment (subtopology 0, partition 0) from the first.
+  const auto assigned = sgh_response({}, {{"0", {0}}});
+  const auto delayed = sgh_response({{5, "assignment delayed"}}, {});
+  replay::StickyMemory m;
+  for (int beat = 0; beat < 3; ++beat) {
+    auto d = diff_with_memory(assigned, delayed, 88, 1, m);
+    ASSERT_EQ(d.size(), 1u) << beat;
+    EXPECT_EQ(d[0].path, "body.activeTasks");
+    EXPECT_EQ(d[0].recorded, "[{\"subtopologyId\":\"0\",\"partitions\":[0]}]");
+    EXPECT_EQ(d[0].replayed, "[]");
+    EXPECT_TRUE(d[0].ignored) << beat;
+    EXPECT_EQ(d[0].rule, "the target's assignment waits for a timer (timing)") << beat;
+  }
+  // Without the status, an assignment that does not come is a regression.
+  auto d = diff_with_memory(assigned, sgh_response({}, {}), 88, 1, m);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_FALSE(d[0].ignored);
+  // MISSING_INTERNAL_TOPICS (3) is no promise of an assignment: still a regression.
+  replay::StickyMemory m2;
+  diff_with_memory(assigned, assigned, 88, 1, m2);
+  d = diff_with_memory(assigned, sgh_response({{3, "internal topics are missing: [x]"}}, {}), 88, 1, m2);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_FALSE(d[0].ignored);
+}
+
+TEST(ReplayCompare, TopologyDescriptionRequiredOneHeartbeatEarlierOrLaterIsTiming) {
+  // StreamsGroupHeartbeatResponse v1 with topologyDescriptionRequired as given.
+  auto beat = [](bool required) {
+    Bytes b;
+    b.i32(12).tags0();
+    b.i32(0).i16(0).cnull().cstr("member-0001").i32(3).i32(2000).i32(1000).i64(10000).carr(0);
+    b.cnull().cnull().cnull().boolean(required).i32(0).cnull().tags0();
+    return b.message();
+  };
+  // The capture: false, true (the broker asks again after its back-off), false.
+  // The target asks one heartbeat earlier: true, false, false.
+  FrameDecoder d(ps());
+  Frame next;
+  replay::StickyMemory m;
+  d.decode_response(beat(true), 88, 1, next);
+  replay::sticky_lookahead(ps(), next, "1", m);
+  auto first = diff_with_memory(beat(false), beat(true), 88, 1, m);
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].path, "body.topologyDescriptionRequired");
+  EXPECT_TRUE(first[0].ignored);
+  EXPECT_EQ(first[0].rule, "one heartbeat earlier or later (timing)");
+  d.decode_response(beat(false), 88, 1, next);
+  replay::sticky_lookahead(ps(), next, "1", m);
+  auto second = diff_with_memory(beat(true), beat(false), 88, 1, m);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_TRUE(second[0].ignored);
+  EXPECT_TRUE(diff_with_memory(beat(false), beat(false), 88, 1, m).empty());
+  // A broker that asks where the capture never shows it asked is a regression.
+  replay::StickyMemory fresh;
+  d.decode_response(beat(false), 88, 1, next);
+  replay::sticky_lookahead(ps(), next, "1", fresh);
+  diff_with_memory(beat(false), beat(false), 88, 1, fresh);
+  auto never = diff_with_memory(beat(false), beat(true), 88, 1, fresh);
+  ASSERT_EQ(never.size(), 1u);
+  EXPECT_FALSE(never[0].ignored);
+}
+
+TEST(ReplayCompare, AHeartbeatDelayedOnlyLiveIsSentAgain) {
+  // The engine re-sends a heartbeat the target answers ASSIGNMENT_DELAYED (5) where the
+  // capture's answer has no such status (as for a retriable error).
+  FrameDecoder dec(ps());
+  auto decode = [&](const std::vector<uint8_t>& m, int api) {
+    Frame f;
+    dec.decode_response(m, static_cast<int16_t>(api), 1, f);
+    EXPECT_TRUE(f.ok());
+    return f;
+  };
+  const Frame assigned = decode(sgh_response({}, {{"0", {0}}}), 88);
+  const Frame delayed = decode(sgh_response({{5, "assignment delayed"}}, {}), 88);
+  const Frame missing = decode(sgh_response({{3, "internal topics are missing: [x]"}}, {}), 88);
+  EXPECT_TRUE(replay::assignment_delayed_only_live(ps(), assigned, delayed));
+  EXPECT_FALSE(replay::assignment_delayed_only_live(ps(), delayed, delayed));   // delayed in the capture too
+  EXPECT_FALSE(replay::assignment_delayed_only_live(ps(), delayed, assigned));
+  EXPECT_FALSE(replay::assignment_delayed_only_live(ps(), assigned, missing));  // another status
+  EXPECT_FALSE(replay::assignment_delayed_only_live(ps(), assigned, assigned));
+}
+
 TEST(ReplayCompare, ValueArraysOutsideTheSetTableKeepTheirOrder) {
   // MetadataResponse v12 partition replicas: the first is the preferred leader.
   auto metadata = [](std::vector<int> replicas) {
@@ -486,6 +571,102 @@ TEST(ReplayReport, FirstDivergencePerSessionWithItsConsequencesGrouped) {
                    "\"Produce body.responses.partitionResponses.errorCode\":3}"), std::string::npos) << j;
 }
 
+// Per session, the first divergence and whether the retry budget was spent,
+// in the JSON report as in the text one.
+TEST(ReplayReport, FirstDivergenceAndRetryBudgetInJson) {
+  replay::ReplayResult r;
+  r.sessions = {{1, "127.0.0.1:5001", "127.0.0.1:9092", "t", "producer-1", "", 0},
+                {2, "127.0.0.1:5002", "127.0.0.1:9092", "t", "consumer-1", "", 0}};
+  r.sessions[0].retries = 50;
+  r.sessions[0].retry_s = 4.5;
+  r.sessions[0].retry_budget_spent = true;
+  auto exchange = [](uint32_t session, uint64_t frame, const char* api, std::vector<replay::Difference> d) {
+    replay::ExchangeResult e;
+    e.session = session;
+    e.frame = frame;
+    e.api_name = api;
+    e.api_version = 13;
+    e.outcome = d.empty() ? replay::Outcome::Same : replay::Outcome::Regression;
+    e.differences = std::move(d);
+    return e;
+  };
+  replay::Difference ignored{"body.throttleTimeMs", "0", "3", "**.throttleTimeMs", true, "", ""};
+  replay::Difference unknown{"body.responses[0].partitionResponses[0].errorCode", "0", "3", "", false, "NONE",
+                             "UNKNOWN_TOPIC_OR_PARTITION"};
+  replay::Difference offset{"body.responses[0].partitionResponses[0].baseOffset", "5", "-1", "", false, "", ""};
+  // Listed out of frame order: the first divergence is the lowest frame's first field.
+  r.exchanges = {exchange(1, 40, "Produce", {offset}), exchange(1, 30, "Produce", {ignored, unknown, offset}),
+                 exchange(2, 50, "Fetch", {})};
+  std::ostringstream text, json;
+  replay::write_text_report(text, r, {"c.pcapng", "t", "fast", 10});
+  EXPECT_NE(text.str().find("  session 1 127.0.0.1:5001 -> 127.0.0.1:9092 (producer-1), retry budget spent\n"
+                            "    frame 30 Produce v13"), std::string::npos) << text.str();
+  replay::write_json_report(json, r, {"c.pcapng", "t", "fast", 10});
+  const std::string j = json.str();
+  EXPECT_NE(j.find("\"retryBudgetSpent\":1}"), std::string::npos) << j;   // the summary: one session
+  EXPECT_NE(j.find("\"clientId\":\"producer-1\",\"reconnects\":0,\"retries\":50,\"retrySeconds\":4.5,"
+                   "\"retryBudgetSpent\":true,\"firstDivergence\":{\"frame\":30,\"api\":\"Produce\",\"version\":13,"
+                   "\"path\":\"body.responses[0].partitionResponses[0].errorCode\",\"recorded\":0,\"replayed\":3,"
+                   "\"recordedName\":\"NONE\",\"replayedName\":\"UNKNOWN_TOPIC_OR_PARTITION\"}}"),
+            std::string::npos) << j;
+  EXPECT_NE(j.find("\"clientId\":\"consumer-1\",\"reconnects\":0,\"retries\":0,\"retrySeconds\":0,"
+                   "\"retryBudgetSpent\":false}"), std::string::npos) << j;   // no regression: no firstDivergence
+}
+
+// Retries: only a retriable live error where the capture shows none, within the
+// request's own limits and the session's budget, which bounds a session whose
+// every request keeps failing.
+TEST(ReplayRetryBudget, OnlyRetriableWhereTheCaptureSucceeded) {
+  replay::RetryBudget b;
+  const int64_t lim = 10'000'000;
+  EXPECT_TRUE(replay::should_retry(1, 0, true, 0, lim, 1, b, 1000));    // retriable live, success recorded
+  EXPECT_TRUE(replay::should_retry(1, 2, true, 0, lim, 1, b, 1000));    // a protocol step recorded (MEMBER_ID_REQUIRED)
+  EXPECT_FALSE(replay::should_retry(1, 1, true, 0, lim, 1, b, 1000));   // the capture was retriable too
+  EXPECT_FALSE(replay::should_retry(2, 0, true, 0, lim, 1, b, 1000));   // MESSAGE_TOO_LARGE is not retriable
+  EXPECT_FALSE(replay::should_retry(0, 0, true, 0, lim, 1, b, 1000));   // no error
+  EXPECT_FALSE(replay::should_retry(1, 0, false, 0, lim, 1, b, 1000));  // an answer that does not decode
+  EXPECT_FALSE(replay::should_retry(1, 0, true, lim, lim, 1, b, 1000)); // the request's own time is up
+  EXPECT_FALSE(replay::should_retry(1, 0, true, 0, lim, 100, b, 1000)); // its attempts are up
+  EXPECT_EQ(b.retries, 2u);
+  EXPECT_EQ(b.spent_us, 2000);
+  EXPECT_FALSE(b.spent);   // refusals for the request's own reasons do not spend the session's budget
+}
+
+TEST(ReplayRetryBudget, CountAndTimeBoundASession) {
+  // 5 s and 20 retries (the defaults). Every request answered UNKNOWN_TOPIC_OR_PARTITION
+  // after 2 ms, back-off 100 ms: 20 retries are granted (2.04 s), the 21st is not.
+  replay::RetryBudget b;
+  EXPECT_EQ(b.max_retries, 20u);
+  EXPECT_EQ(b.max_us, 5'000'000);
+  int granted = 0;
+  for (int i = 0; i < 1000; ++i) granted += replay::should_retry(1, 0, true, 0, 10'000'000, 1, b, 102'000);
+  EXPECT_EQ(granted, 20);
+  EXPECT_TRUE(b.spent);
+  EXPECT_EQ(b.spent_us, 20 * 102'000);
+  // Time first: back-offs of 1 s: 4 fit in 5 s (4.008 s), the 5th would not.
+  replay::RetryBudget t;
+  granted = 0;
+  for (int i = 0; i < 1000; ++i) granted += replay::should_retry(1, 0, true, 0, 10'000'000, 1, t, 1'002'000);
+  EXPECT_EQ(granted, 4);
+  EXPECT_EQ(t.spent_us, 4 * 1'002'000);
+  // Retries that got their request answered are given back; a coordinator loading is not charged.
+  replay::RetryBudget r;
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(replay::should_retry(1, 0, true, 0, 10'000'000, 1, r, 1'000'000));
+  r.refund(3, 3'000'000);
+  EXPECT_EQ(r.retries, 0u);
+  EXPECT_EQ(r.spent_us, 0);
+  for (int i = 0; i < 30; ++i) EXPECT_TRUE(replay::should_retry(1, 0, true, 0, 10'000'000, 1, r, 1'000'000, false));
+  EXPECT_EQ(r.spent_us, 0);
+  EXPECT_FALSE(r.spent);
+  // Once spent it stays spent, even for a cheaper retry.
+  EXPECT_FALSE(t.grant(1));
+  // No budget: no retry at all.
+  replay::RetryBudget none;
+  none.max_us = 0;
+  EXPECT_FALSE(replay::should_retry(1, 0, true, 0, 10'000'000, 1, none, 1));
+  EXPECT_TRUE(none.spent);
+}
+
 // JoinGroup v9, group "classic-app": the request, and a response naming the
 // leader and (for the leader) the members. Their metadata: a
 // ConsumerProtocolSubscription v0 of topic "orders", no user data.
@@ -614,6 +795,12 @@ TEST(ReplayCli, UsageErrorsExitTwoAndSayWhat) {
   r = test::kwire_cmd("replay -r /nonexistent.pcapng --target 127.0.0.1:1");
   EXPECT_EQ(exit_code(r), 2);
   EXPECT_NE(r.err.find("/nonexistent.pcapng"), std::string::npos) << r.err;
+  for (const char* bad : {"x", "-1", "5:", "5:-2", "5:3x", "5s"}) {
+    r = test::kwire_cmd("replay -r " + demo + " --target 127.0.0.1:1 --retry-budget " + bad);
+    EXPECT_EQ(exit_code(r), 2) << bad;
+    EXPECT_NE(r.err.find("--retry-budget needs seconds and optionally a count of retries (S or S:N, e.g. 5:20), not " +
+                         std::string(bad)), std::string::npos) << r.err;
+  }
   r = test::kwire_cmd("replay -r " + demo + " --target 127.0.0.1:1 --script /nonexistent.lua");
   EXPECT_EQ(exit_code(r), 2);
   EXPECT_NE(r.err.find("/nonexistent.lua"), std::string::npos) << r.err;
@@ -645,7 +832,8 @@ TEST(ReplayCli, HelpAndRules) {
   EXPECT_EQ(exit_code(r), 0);
   for (const char* opt : {"--target", "--map", "--timing", "--speed", "--api", "--group", "--conn", "--rename-group",
                           "--rename-topic", "--setup", "--ignore", "--expect", "--list-rules", "--report", "--junit",
-                          "--record-out", "--script", "--timeout", "--reconnect-timeout", "--sasl-plain", "--budget"})
+                          "--record-out", "--script", "--timeout", "--reconnect-timeout", "--sasl-plain", "--budget",
+                          "--retry-budget"})
     EXPECT_NE(r.out.find(opt), std::string::npos) << opt;
   r = test::kwire_cmd("replay --list-rules");
   EXPECT_EQ(exit_code(r), 0);

@@ -22,7 +22,8 @@
 #               0 unanswered;
 #   go-fast     the same in --timing fast.
 #   plugin      demo against a broker whose description plugin fails permanently: exit 1,
-#               the report names StreamsGroupTopologyDescriptionUpdate body.errorCode.
+#               the report names StreamsGroupTopologyDescriptionUpdate body.errorCode, the
+#               first divergence of the member's session (0 NONE -> 135).
 #   standby     stateful against a broker that allows no standby replicas
 #               (group.streams.max.standby.replicas=0): exit 1, the group config change
 #               and the standby assignment are reported.
@@ -41,6 +42,18 @@
 #               with what was done; progress lines on a non-terminal stderr; --budget 4
 #               ends a run the same way.
 #   unreachable a target where nothing listens: exit 2 naming the target.
+#   maxbytes    stateful against a broker with message.max.bytes=500, no --setup: exit 1
+#               within 3 x the capture's duration + 60 s; the first divergence of the
+#               producing sessions is Produce errorCode 0 NONE -> 10 MESSAGE_TOO_LARGE
+#               (text and JSON reports); that of the session creating the topics is their
+#               max.message.bytes config (500, not 1048588).
+#   partitions  classic-consumer without its CreateTopics (classic-in, 4 partitions), against
+#               a broker that auto-creates topics with num.partitions=1, no --setup: exit 1
+#               within the same bound (the session retry budget); the first divergence is
+#               the partition count in Metadata.
+#   clean-NAME  captures/NAME.pcapng against two brokers configured as its own was, started
+#               together: --timing recorded on one and fast on the other at once; both exit
+#               0, 0 regressions, 0 unanswered.
 #   tls-scram   captures/tls/scram-secrets.pcapng (SASL_SSL, SCRAM-SHA-256, TLS 1.3, read from
 #               its secrets blocks) against a fresh SASL_SSL broker, --tls-ca and
 #               --sasl-scram-256: exit 0, 0 regressions, every SaslAuthenticate the same;
@@ -65,15 +78,18 @@ done
 
 WORK=$(mktemp -d /tmp/kwire-replay-live.XXXXXX)
 BROKER_SH=
+BROKER_SH2=
 BG=
 cleanup() {
     local rc=$?
     trap - EXIT
     [[ -n $BG ]] && kill "$BG" 2>/dev/null
     if [[ -n $BROKER_SH ]]; then stop_pid "$BROKER_SH" TERM 40; fi
+    if [[ -n $BROKER_SH2 ]]; then stop_pid "$BROKER_SH2" TERM 40; fi
     if (( rc != 0 )); then
         [[ -f $WORK/replay.out ]] && { echo "--- kwire replay output" >&2; tail -n 60 "$WORK/replay.out" >&2; }
         [[ -f $WORK/broker.log ]] && { echo "--- broker log tail" >&2; tail -n 20 "$WORK/broker.log" >&2; }
+        [[ -f $WORK/broker2.log ]] && { echo "--- second broker log tail" >&2; tail -n 20 "$WORK/broker2.log" >&2; }
     fi
     rm -rf "$WORK"
     exit "$rc"
@@ -98,6 +114,32 @@ start_broker() {
     note "broker on 127.0.0.1:$PORT"
 }
 
+# start_two_brokers [server.properties lines...]: two fresh brokers configured alike,
+# started together (start-up dominates a short replay); sets PORT and PORT2.
+start_two_brokers() {
+    local props n
+    props="$(printf '%s\n' "$@")"
+    for n in 1 2; do
+        [[ -n ${CONTROL:-} ]] && printf '%s\n' "${CONTROL[@]}" >"$WORK/control$n.properties"
+        KWIRE_BROKER_INFO=$WORK/broker$n.env KWIRE_BROKER_LOG=$WORK/broker${n/1/}.log KWIRE_BROKER_PROPS="$props" \
+            KWIRE_PLUGIN_CONTROL=${CONTROL:+$WORK/control$n.properties} \
+            "$REPO/testbed/run-broker" >"$WORK/run-broker$n.out" 2>&1 &
+        if (( n == 1 )); then BROKER_SH=$!; else BROKER_SH2=$!; fi
+    done
+    for _ in $(seq 1 240); do
+        [[ -f $WORK/broker1.env && -f $WORK/broker2.env ]] && break
+        kill -0 "$BROKER_SH" 2>/dev/null || { cat "$WORK/run-broker1.out" >&2; fail "the first broker did not start"; }
+        kill -0 "$BROKER_SH2" 2>/dev/null || { cat "$WORK/run-broker2.out" >&2; fail "the second broker did not start"; }
+        sleep 0.5
+    done
+    [[ -f $WORK/broker1.env && -f $WORK/broker2.env ]] || fail "the brokers were not ready after 120 s"
+    source "$WORK/broker2.env"
+    PORT2=$BROKER_PORT
+    source "$WORK/broker1.env"
+    PORT=$BROKER_PORT
+    note "brokers on 127.0.0.1:$PORT and 127.0.0.1:$PORT2 (ready $SECONDS s into the test)"
+}
+
 # replay ARGS...: runs kwire replay with a report; sets RC.
 replay() {
     set +e
@@ -109,8 +151,8 @@ replay() {
     (( RC != 124 )) || fail "kwire replay did not finish within 300 s"
 }
 
-# json EXPR: evaluates a Python expression over the report (as r).
-json() { python3 -c "import json,sys; r=json.load(open('$WORK/report.json')); print($1)"; }
+# json EXPR: evaluates a Python expression over the report (as r); $REPORT, if set, names it.
+json() { python3 -c "import json,sys; r=json.load(open('${REPORT:-$WORK/report.json}')); print($1)"; }
 
 # describe GROUP MEMBERS: in the background, Admin waits for the group to be Stable.
 describe_bg() {
@@ -124,10 +166,32 @@ expect_clean() {
     [[ $(json "r['summary']['regressions']") == 0 ]] || fail "regressions in the report"
     [[ $(json "r['summary']['unanswered']") == 0 ]] || fail "unanswered requests in the report"
     (( $(json "r['summary']['sent']") > 50 )) || fail "too few requests sent"
-    python3 - "$WORK/report.xml" <<'PY' || fail "JUnit report"
+    python3 - "${JUNIT:-$WORK/report.xml}" <<'PY' || fail "JUnit report"
 import sys, xml.etree.ElementTree as ET
 suite = ET.parse(sys.argv[1]).getroot().find("testsuite")
 assert int(suite.get("tests")) > 0 and int(suite.get("failures")) == 0, suite.attrib
+PY
+}
+
+# expect_first_divergence API PATH RECORDED REPLAYED [RECORDED_NAME REPLAYED_NAME]: some
+# session's first divergence (JSON sessions[].firstDivergence, the text report's "first
+# divergence per session") is API at PATH (indices as [*]) with these values (* for any).
+expect_first_divergence() {
+    python3 - "${REPORT:-$WORK/report.json}" "$@" <<'PY' || fail "first divergence: expected $1 $2 $3 -> $4"
+import json, re, sys
+report, api, path, rec, rep = sys.argv[1:6]
+names = sys.argv[6:8]
+r = json.load(open(report))
+norm = lambda p: re.sub(r"\[\d+\]", "[*]", p)
+def is_it(d):
+    return (d["api"] == api and norm(d["path"]) == "body." + path and rec in ("*", str(d["recorded"]))
+            and rep in ("*", str(d["replayed"])) and (not names or [d.get("recordedName"), d.get("replayedName")] == names))
+firsts = {s["session"]: s["firstDivergence"] for s in r["sessions"] if "firstDivergence" in s}
+hit = [sid for sid, d in firsts.items() if is_it(d)]
+print("sessions whose first divergence is %s %s: %s" % (api, path, hit))
+for sid, d in sorted(firsts.items()):
+    print("  session %d: frame %d %s %s: %s -> %s" % (sid, d["frame"], d["api"], d["path"], d["recorded"], d["replayed"]))
+assert hit, "no session starts diverging there"
 PY
 }
 
@@ -197,6 +261,11 @@ plugin)
     (( RC == 1 )) || fail "exit status $RC, expected 1"
     [[ $(json "any(x['api']=='StreamsGroupTopologyDescriptionUpdate' and x['path']=='body.errorCode' and x['recorded']==0 and x['replayed']!=0 for x in r['regressions'])") == True ]] \
         || fail "the failing push is not reported as a regression of body.errorCode"
+    # ... as the first divergence of the member's session (text and JSON reports).
+    expect_first_divergence StreamsGroupTopologyDescriptionUpdate errorCode 0 135 NONE STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED
+    grep -Eq "^    frame [0-9]+ StreamsGroupTopologyDescriptionUpdate v0 \(recorded response frame [0-9]+\)$" "$WORK/replay.out" \
+        && grep -q "^        body.errorCode: recorded 0 NONE, replayed 135 STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED$" "$WORK/replay.out" \
+        || fail "the text report does not show the failing push as a first divergence"
     note "ok"
     ;;
 standby)
@@ -366,6 +435,103 @@ tls-scram)
     (( RC == 2 )) || fail "an unknown CA: exit status $RC, expected 2"
     grep -q "certificate does not verify (self-signed certificate in certificate chain)" "$WORK/replay.out" \
         || fail "an unknown CA: the reason is not given"
+    note "ok"
+    ;;
+maxbytes)
+    # stateful.pcapng against a broker that takes record batches of at most 500 bytes
+    # (message.max.bytes; 1048588 by default), without --setup: Produce answers
+    # MESSAGE_TOO_LARGE, a regression that is no retriable error, and the first divergence
+    # of the sessions that produce. The run must stay bounded (the session retry budget).
+    start_broker "group.streams.min.task.offset.interval.ms=1000" "message.max.bytes=500"
+    t0=$SECONDS
+    replay -r "$REPO/captures/stateful.pcapng" -q
+    took=$((SECONDS - t0))
+    span=$(python3 "$HERE/capture_span.py" "$REPO/captures/stateful.pcapng")
+    note "replayed in $took s (the capture lasts $span s)"
+    (( RC == 1 )) || fail "exit status $RC, expected 1"
+    (( took < 3 * span + 60 )) || fail "took $took s, more than 3 x $span + 60 s"
+    # The producer of the input topic: its first Produce is refused.
+    expect_first_divergence Produce "responses[*].partitionResponses[*].errorCode" 0 10 NONE MESSAGE_TOO_LARGE
+    # The Admin client that creates the topics: CreateTopics v7 returns each new topic's
+    # configs, max.message.bytes now the broker's 500 (recorded: the default 1048588).
+    expect_first_divergence CreateTopics "topics[*].configs[*].value" 1048588 500
+    [[ $(json "all(s['retrySeconds'] <= 5.5 for s in r['sessions'])") == True ]] \
+        || fail "a session retried for longer than its budget: $(json "[(s['session'], s['retrySeconds']) for s in r['sessions']]")"
+    grep -Eq "^        body\.responses\[[0-9]+\]\.partitionResponses\[[0-9]+\]\.errorCode: recorded 0 NONE, replayed 10 MESSAGE_TOO_LARGE$" \
+        "$WORK/replay.out" || fail "the text report does not show MESSAGE_TOO_LARGE as a first divergence"
+    note "ok"
+    ;;
+partitions)
+    # classic-consumer.pcapng creates classic-in with 4 partitions (CreateTopics v7); left
+    # out (-Y), the topic is made by the broker when the producer's Metadata asks for it
+    # (auto.create.topics.enable), with its default count, num.partitions=1: partitions 1-3
+    # are missing. No --setup. Metadata shows 1 partition where the capture has 4 (the first
+    # divergence of the sessions that ask for the topic), Produce to a missing partition
+    # answers UNKNOWN_TOPIC_OR_PARTITION, retriable, so only the session retry budget keeps
+    # the run bounded.
+    start_broker "auto.create.topics.enable=true" "num.partitions=1"
+    t0=$SECONDS
+    replay -r "$REPO/captures/classic-consumer.pcapng" -q -Y 'apiKey != CreateTopics'
+    took=$((SECONDS - t0))
+    span=$(python3 "$HERE/capture_span.py" "$REPO/captures/classic-consumer.pcapng")
+    note "replayed in $took s (the capture lasts $span s)"
+    (( RC == 1 )) || fail "exit status $RC, expected 1"
+    (( took < 3 * span + 60 )) || fail "took $took s, more than 3 x $span + 60 s"
+    # (Asked after the replay: Metadata v1 would auto-create the topic itself, so this
+    # says its count, not who made it; the first divergences below say that.)
+    [[ $(python3 "$HERE/kafka_topic_partitions.py" "127.0.0.1:$PORT" classic-in) == 1 ]] \
+        || fail "classic-in does not have the broker's default of 1 partition"
+    # The producer's first Metadata: partition 1 of classic-in recorded, absent here.
+    expect_first_divergence Metadata "topics[*].partitions[*]" '*' '(absent)'
+    grep -Eq '^        body\.topics\[0\]\.partitions\[1\]: recorded \{"errorCode":0,"partitionIndex":1,.*\}, replayed "\(absent\)"$' \
+        "$WORK/replay.out" || fail "the text report does not show the missing partition 1 as a first divergence"
+    # A Produce to the missing partitions: UNKNOWN_TOPIC_OR_PARTITION, retriable, retried
+    # until the session's retry budget was spent, then the session's first divergence.
+    expect_first_divergence Produce "responses[*].partitionResponses[*].errorCode" 0 3 NONE UNKNOWN_TOPIC_OR_PARTITION
+    (( $(json "r['summary']['retryBudgetSpent']") > 0 )) || fail "no session spent its retry budget"
+    grep -Eq "^  session [0-9]+: retry budget spent \([0-9]+ retries, [0-9.]+ s\)" "$WORK/replay.out" \
+        || fail "the text report does not say the retry budget was spent"
+    note "ok"
+    ;;
+clean-*)
+    # Every bundled capture, against brokers configured as the one it was recorded
+    # against (captures/MANIFEST.md, testbed/scenario): exit 0, 0 regressions, 0
+    # unanswered, in recorded timing (first broker) and fast timing (second broker),
+    # both replays running at once.
+    cap=${CASE#clean-}
+    [[ -f $REPO/captures/$cap.pcapng ]] || fail "no capture captures/$cap.pcapng"
+    props=()
+    CONTROL=()
+    case $cap in
+    stateful) props=("group.streams.min.task.offset.interval.ms=1000") ;;
+    # The first deleteStreamsGroups fails in the plugin, the next succeeds.
+    admin) CONTROL=("deleteTopology.orders-app=fail:1") ;;
+    plugin-failures) CONTROL=("setTopology.orders-app-permanent=permanent" "setTopology.orders-app-transient=transient:1") ;;
+    txn-consumer)
+        export KWIRE_BROKER_FEATURES="transaction.version=1"
+        props=("group.consumer.min.heartbeat.interval.ms=1000" "group.consumer.heartbeat.interval.ms=2000") ;;
+    esac
+    start_two_brokers "${props[@]}"
+    t0=$SECONDS
+    set +e
+    timeout --signal=TERM 300 "$KWIRE" replay --target "127.0.0.1:$PORT" -r "$REPO/captures/$cap.pcapng" --setup -q \
+        --report "$WORK/recorded.json" --junit "$WORK/recorded.xml" >"$WORK/recorded.out" 2>&1 &
+    rec_pid=$!
+    timeout --signal=TERM 300 "$KWIRE" replay --target "127.0.0.1:$PORT2" -r "$REPO/captures/$cap.pcapng" --setup -q \
+        --timing fast --report "$WORK/fast.json" --junit "$WORK/fast.xml" >"$WORK/fast.out" 2>&1
+    fast_rc=$?
+    wait "$rec_pid"
+    rec_rc=$?
+    set -e
+    note "both timings done in $((SECONDS - t0)) s"
+    for timing in recorded fast; do echo "--- $timing timing"; cat "$WORK/$timing.out"; done
+    for timing in recorded fast; do
+        cp "$WORK/$timing.out" "$WORK/replay.out"
+        if [[ $timing == recorded ]]; then RC=$rec_rc; else RC=$fast_rc; fi
+        (( RC != 124 )) || fail "$timing timing: kwire replay did not finish within 300 s"
+        note "$timing timing: exit $RC"
+        REPORT=$WORK/$timing.json JUNIT=$WORK/$timing.xml expect_clean
+    done
     note "ok"
     ;;
 unreachable)
