@@ -231,8 +231,9 @@ void write_text_report(std::ostream& out, const ReplayResult& r, const ReportCon
     out << line;
   }
   snprintf(line, sizeof line,
-           "\nresult: %llu regressions, %llu unanswered, %llu races, %llu same, %llu differ only in ignored fields (%.1f s)\n",
+           "\nresult: %llu regressions, %llu unanswered, %llu %s, %llu same, %llu differ only in ignored fields (%.1f s)\n",
            (unsigned long long)t.regressions, (unsigned long long)t.unanswered, (unsigned long long)t.races,
+           t.races == 1 ? "race" : "races",
            (unsigned long long)t.same, (unsigned long long)t.ignored_only, r.wall_s);
   out << line;
   if (!r.stopped.empty()) out << "stopped early: " << r.stopped << " (what was not done is counted unanswered)\n";
