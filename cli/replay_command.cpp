@@ -186,6 +186,13 @@ void list_rules() {
     std::cout << "  " << r.pattern.text << "\n    " << r.why << "\n";
   std::cout << "  writes that race:";
   for (auto w : replay::partition_writers()) std::cout << " " << w;
+  std::cout << "\nand on a classic group, a difference only in these fields, one of them an error\n"
+               "code REBALANCE_IN_PROGRESS on one side only, where another member's join or leave\n"
+               "raced with it (a rebalance began before or after the answer):\n";
+  for (const auto& r : replay::group_race_fields())
+    std::cout << "  " << r.pattern.text << "\n    " << r.why << "\n";
+  std::cout << "  requests that start a rebalance:";
+  for (auto w : replay::group_changers()) std::cout << " " << w;
   std::cout << "\n\nReads that can lag an admin write (";
   bool first = true;
   for (auto w : replay::admin_writes()) std::cout << (first ? "" : ", ") << w, first = false;

@@ -63,7 +63,7 @@ uint32_t child_at(const Frame& f, uint32_t parent, size_t k) {
   return 0;
 }
 
-bool race_field(std::string_view api, const std::string& path) {
+bool race_field(const std::vector<RaceField>& table, std::string_view api, const std::string& path) {
   std::vector<std::string> parts;
   std::string cur;
   for (size_t i = 0; i < path.size(); ++i) {
@@ -73,9 +73,34 @@ bool race_field(std::string_view api, const std::string& path) {
   }
   parts.push_back(cur);
   std::vector<std::string_view> segs(parts.begin(), parts.end());
-  for (const auto& r : race_fields())
+  for (const auto& r : table)
     if (r.pattern.matches(api, segs)) return true;
   return false;
+}
+
+std::vector<RaceField> race_table(std::initializer_list<std::pair<const char*, const char*>> table) {
+  std::vector<RaceField> out;
+  std::string error;
+  for (const auto& [text, why] : table) {
+    RaceField r;
+    parse_pattern(text, r.pattern, error);
+    r.why = why;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+constexpr int64_t kRebalanceInProgress = 27;
+
+// The group a request names (its GroupId), empty when none.
+std::string request_group(const ProgramSet& ps, const Frame& f) {
+  if (!f.body) return {};
+  for (uint32_t c : Children(f, f.body)) {
+    const Node& n = f.nodes[c];
+    if (n.desc != kDescUnknownTag && !n.is_null() && n.type == WireType::String && ps.field(n.desc).entity == "groupId")
+      return std::string(n.str());
+  }
+  return {};
 }
 
 double ms(int64_t us) { return static_cast<double>(us) / 1000.0; }
@@ -83,25 +108,32 @@ double ms(int64_t us) { return static_cast<double>(us) / 1000.0; }
 }  // namespace
 
 const std::vector<RaceField>& race_fields() {
-  static const std::vector<RaceField> v = [] {
-    static const std::pair<const char*, const char*> table[] = {
-        {"Produce:body.responses.partitionResponses.baseOffset",
-         "where the batch landed in the partition: after the batches of concurrent producers that came first"},
-        {"ListOffsets:body.topics.partitions.offset",
-         "a log end (or max-timestamp) offset: counts the concurrent batches that came first"},
-        {"ListOffsets:body.topics.partitions.timestamp",
-         "the timestamp of the max-timestamp record: depends on the concurrent batches that came first"},
-    };
-    std::vector<RaceField> out;
-    std::string error;
-    for (const auto& [text, why] : table) {
-      RaceField r;
-      parse_pattern(text, r.pattern, error);
-      r.why = why;
-      out.push_back(std::move(r));
-    }
-    return out;
-  }();
+  static const std::vector<RaceField> v = race_table({
+      {"Produce:body.responses.partitionResponses.baseOffset",
+       "where the batch landed in the partition: after the batches of concurrent producers that came first"},
+      {"ListOffsets:body.topics.partitions.offset",
+       "a log end (or max-timestamp) offset: counts the concurrent batches that came first"},
+      {"ListOffsets:body.topics.partitions.timestamp",
+       "the timestamp of the max-timestamp record: depends on the concurrent batches that came first"},
+  });
+  return v;
+}
+
+const std::vector<RaceField>& group_race_fields() {
+  static const std::vector<RaceField> v = race_table({
+      {"SyncGroup:body.errorCode", "REBALANCE_IN_PROGRESS or not: whether another member's join came first"},
+      {"SyncGroup:body.protocolType", "set only when the member got its assignment"},
+      {"SyncGroup:body.protocolName", "set only when the member got its assignment"},
+      {"SyncGroup:body.assignment", "the member's assignment, or none when a rebalance began first"},
+      {"Heartbeat:body.errorCode", "REBALANCE_IN_PROGRESS or not: whether another member's join came first"},
+      {"OffsetCommit:body.topics.partitions.errorCode",
+       "REBALANCE_IN_PROGRESS or not: whether another member's join came first"},
+  });
+  return v;
+}
+
+const std::vector<std::string_view>& group_changers() {
+  static const std::vector<std::string_view> v = {"JoinGroup", "LeaveGroup"};
   return v;
 }
 
@@ -189,76 +221,108 @@ void classify_races(const ProgramSet& ps, const Recording& rec, const TopicNameO
     if (it == sessions.end() || r.index >= it->second->exchanges.size()) return nullptr;
     return &it->second->exchanges[r.index];
   };
-  // Writes the target got, by topic-partition.
+  auto listed = [](const std::vector<std::string_view>& apis, const std::string& api) {
+    return std::find(apis.begin(), apis.end(), api) != apis.end();
+  };
+  // What the target got of the requests that change a shared resource: writes
+  // by topic-partition, joins and leaves by group.
   std::map<TopicPartition, std::vector<const ExchangeResult*>> writes;
+  std::map<std::string, std::vector<const ExchangeResult*>> group_changes;
   Frame f;
   for (const auto& r : result.exchanges) {
     if (r.live_sent_us < 0) continue;
-    if (std::find(partition_writers().begin(), partition_writers().end(), r.api_name) == partition_writers().end()) continue;
+    const bool writer = listed(partition_writers(), r.api_name), changer = listed(group_changers(), r.api_name);
+    if (!writer && !changer) continue;
     const Exchange* e = exchange_of(r);
     if (!e || e->malformed) continue;
     dec.decode_request(e->request, f);
-    for (auto& tp : request_partitions(ps, f, topic_name)) writes[tp].push_back(&r);
+    if (writer)
+      for (auto& tp : request_partitions(ps, f, topic_name)) writes[tp].push_back(&r);
+    if (changer)
+      if (std::string g = request_group(ps, f); !g.empty()) group_changes[g].push_back(&r);
   }
-  if (writes.empty()) return;
+  if (writes.empty() && group_changes.empty()) return;
+
+  // The nearest request of another session among `others` that raced with r
+  // (exchange x): none when every one of them is ordered by the capture and
+  // reached the target in that order.
+  auto racing = [&](const ExchangeResult& r, const Exchange* x, const std::vector<const ExchangeResult*>& others,
+                    const std::string& resource, RaceEvidence& found) {
+    const int64_t x_end = x->response_us >= 0 ? x->response_us : x->request_us;
+    int64_t best_gap = INT64_MAX;
+    for (const ExchangeResult* o : others) {
+      if (o->session == r.session) continue;
+      const Exchange* y = exchange_of(*o);
+      if (!y) continue;
+      const int64_t y_end = y->response_us >= 0 ? y->response_us : y->request_us;
+      RaceEvidence ev;
+      ev.order_not_fixed = y->request_us <= x_end && x->request_us <= y_end;
+      if (r.live_sent_us >= 0 && o->live_sent_us >= 0 && y->request_us != x->request_us)
+        ev.live_order_differs = (y->request_us < x->request_us) != (o->live_sent_us < r.live_sent_us);
+      if (!ev.order_not_fixed && !ev.live_order_differs) continue;
+      const int64_t gap = std::llabs(y->request_us - x->request_us);
+      if (gap >= best_gap) continue;
+      best_gap = gap;
+      ev.session = o->session;
+      ev.frame = o->frame;
+      ev.api = o->api_name + " v" + std::to_string(o->api_version);
+      ev.partition = resource;
+      ev.recorded_ms = ms(x->request_us - t0);
+      ev.recorded_response_ms = x->response_us >= 0 ? ms(x->response_us - t0) : -1;
+      ev.other_recorded_ms = ms(y->request_us - t0);
+      ev.other_recorded_response_ms = y->response_us >= 0 ? ms(y->response_us - t0) : -1;
+      ev.live_ms = r.live_sent_us >= 0 ? ms(r.live_sent_us) : -1;
+      ev.other_live_ms = o->live_sent_us >= 0 ? ms(o->live_sent_us) : -1;
+      found = ev;
+    }
+    return best_gap != INT64_MAX;
+  };
+
   for (auto& r : result.exchanges) {
     if (r.outcome != Outcome::Regression) continue;
     const Exchange* x = exchange_of(r);
     if (!x || x->response.empty()) continue;
     dec.decode_response(x->response, x->api_key, x->api_version, f);
     if (!f.ok()) continue;
+    std::vector<RaceEvidence> evidence;
+    // On partitions: every difference a race field under a partition that a
+    // write of another session raced with.
     std::set<TopicPartition> shared;
-    bool explained = true, any = false;
+    bool on_partitions = true, any = false;
+    // On a group: every difference a group race field, one of them an error
+    // code that is REBALANCE_IN_PROGRESS on one side only.
+    bool on_group = true, rebalance = false;
     for (const auto& d : r.differences) {
       if (d.ignored) continue;
       any = true;
       TopicPartition tp;
-      if (!race_field(r.api_name, d.path) || !topic_partition_at(ps, f, nullptr, d.path, topic_name, tp) ||
-          tp.partition < 0) {
-        explained = false;
-        break;
+      if (on_partitions && (!race_field(race_fields(), r.api_name, d.path) ||
+                            !topic_partition_at(ps, f, nullptr, d.path, topic_name, tp) || tp.partition < 0))
+        on_partitions = false;
+      else if (on_partitions)
+        shared.insert(tp);
+      if (!race_field(group_race_fields(), r.api_name, d.path)) on_group = false;
+      const std::string rebalancing = std::to_string(kRebalanceInProgress);
+      if (d.path.ends_with("errorCode") && (d.recorded == rebalancing) != (d.replayed == rebalancing)) rebalance = true;
+    }
+    if (!any) continue;
+    if (on_partitions) {
+      for (const auto& tp : shared) {
+        auto w = writes.find(tp);
+        RaceEvidence ev;
+        if (w == writes.end() || !racing(r, x, w->second, tp.str(), ev)) break;
+        evidence.push_back(std::move(ev));
       }
-      shared.insert(tp);
+      if (evidence.size() != shared.size()) evidence.clear();
     }
-    if (!any || !explained) continue;
-    const int64_t x_end = x->response_us >= 0 ? x->response_us : x->request_us;
-    std::vector<RaceEvidence> evidence;
-    for (const auto& tp : shared) {
-      auto w = writes.find(tp);
-      const RaceEvidence* best = nullptr;
-      RaceEvidence found;
-      int64_t best_gap = INT64_MAX;
-      if (w != writes.end())
-        for (const ExchangeResult* o : w->second) {
-          if (o->session == r.session) continue;
-          const Exchange* y = exchange_of(*o);
-          if (!y) continue;
-          const int64_t y_end = y->response_us >= 0 ? y->response_us : y->request_us;
-          RaceEvidence ev;
-          ev.order_not_fixed = y->request_us <= x_end && x->request_us <= y_end;
-          if (r.live_sent_us >= 0 && o->live_sent_us >= 0 && y->request_us != x->request_us)
-            ev.live_order_differs = (y->request_us < x->request_us) != (o->live_sent_us < r.live_sent_us);
-          if (!ev.order_not_fixed && !ev.live_order_differs) continue;
-          const int64_t gap = std::llabs(y->request_us - x->request_us);
-          if (gap >= best_gap) continue;
-          best_gap = gap;
-          ev.session = o->session;
-          ev.frame = o->frame;
-          ev.api = o->api_name + " v" + std::to_string(o->api_version);
-          ev.partition = tp.str();
-          ev.recorded_ms = ms(x->request_us - t0);
-          ev.recorded_response_ms = x->response_us >= 0 ? ms(x->response_us - t0) : -1;
-          ev.other_recorded_ms = ms(y->request_us - t0);
-          ev.other_recorded_response_ms = y->response_us >= 0 ? ms(y->response_us - t0) : -1;
-          ev.live_ms = r.live_sent_us >= 0 ? ms(r.live_sent_us) : -1;
-          ev.other_live_ms = o->live_sent_us >= 0 ? ms(o->live_sent_us) : -1;
-          found = ev;
-          best = &found;
-        }
-      if (!best) { evidence.clear(); break; }
-      evidence.push_back(*best);
+    if (evidence.empty() && on_group && rebalance) {
+      dec.decode_request(x->request, f);
+      const std::string g = f.ok() ? request_group(ps, f) : std::string();
+      auto c = group_changes.find(g);
+      RaceEvidence ev;
+      if (!g.empty() && c != group_changes.end() && racing(r, x, c->second, "group " + g, ev)) evidence.push_back(std::move(ev));
     }
-    if (evidence.size() != shared.size()) continue;
+    if (evidence.empty()) continue;
     r.outcome = Outcome::Race;
     for (auto& d : r.differences)
       if (!d.ignored) d.rule = "race";

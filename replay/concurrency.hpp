@@ -2,7 +2,8 @@
 // to make an admin write visible, change in live answers without anything
 // being wrong with the broker:
 //
-// - Races. Requests of different sessions on one topic-partition whose order
+// - Races. Requests of different sessions on one topic-partition (or one
+//   classic group: a member's join or leave starts a rebalance) whose order
 //   the capture does not fix (the recorded request/response windows overlap,
 //   so neither client waited for the other) may reach the target in the
 //   other order, and values that count what reached the partition before
@@ -55,6 +56,13 @@ struct RaceField {
 const std::vector<RaceField>& race_fields();
 // Request apis whose requests move a partition's log end ("Produce").
 const std::vector<std::string_view>& partition_writers();
+// Classic group answers that depend on whether another member's join or leave
+// (which starts a rebalance) reached the coordinator first. A difference in
+// these alone, with REBALANCE_IN_PROGRESS on one side of an error code, is a
+// race when such a request of another session on the same group raced with it.
+const std::vector<RaceField>& group_race_fields();
+// Request apis that start a classic group's rebalance ("JoinGroup", "LeaveGroup").
+const std::vector<std::string_view>& group_changers();
 
 // The topic-partitions a request names (elements with a partition index
 // under an element with a topic name or id).

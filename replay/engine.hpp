@@ -120,7 +120,7 @@ struct RaceEvidence {
   uint32_t session = 0;          // the other session
   uint64_t frame = 0;            // its request's packet number
   std::string api;               // its api ("Produce")
-  std::string partition;         // the shared topic-partition, "orders-0"
+  std::string partition;         // the shared topic-partition, "orders-0", or group, "group classic-app"
   // Recorded times, ms after the capture's first request: both requests and their responses (-1: none).
   double recorded_ms = 0, recorded_response_ms = -1, other_recorded_ms = 0, other_recorded_response_ms = -1;
   // Live send times, ms after the replay started (-1: unknown).

@@ -195,7 +195,7 @@ void write_text_report(std::ostream& out, const ReplayResult& r, const ReportCon
     if (e.outcome != Outcome::Race) continue;
     if (races++ == ctx.max_listed) { out << "  ... " << t.races - ctx.max_listed << " more\n"; break; }
     if (races == 1)
-      out << "\nraces (differences that the order of concurrent sessions on one partition decides; not regressions):\n";
+      out << "\nraces (differences that the order of concurrent sessions on one partition or group decides; not regressions):\n";
     out << "  session " << e.session << " frame " << e.frame << " " << e.api_name << " v" << e.api_version << "\n";
     size_t shown = 0;
     for (const auto& d : e.differences) {

@@ -1094,6 +1094,90 @@ TEST(ReplayRaces, OrderFixedByTheCaptureButReversedLiveIsARaceTooKeptOrderIsNot)
   EXPECT_EQ(one.result.exchanges[0].outcome, replay::Outcome::Regression);
 }
 
+// SyncGroup v5 of group "classic-app" at generation 2, and its answer: the
+// member's assignment, or REBALANCE_IN_PROGRESS (27) with none.
+std::vector<uint8_t> sync_request_v5(const std::string& member) {
+  Bytes b = test::request_header_v2(14, 5, 7);
+  b.cstr("classic-app").i32(2).cstr(member).cnull().cstr("consumer").cstr("cooperative-sticky").carr(0).tags0();
+  return b.message();
+}
+std::vector<uint8_t> sync_response_v5(int error) {
+  Bytes b;
+  b.i32(7).tags0().i32(0).i16(error);
+  // A ConsumerProtocolAssignment v3 of no partitions and null user data.
+  const std::vector<uint8_t> assignment = {0, 3, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff}, none;
+  if (error) b.cnull().cnull().cbytes(none);
+  else b.cstr("consumer").cstr("cooperative-sticky").cbytes(assignment);
+  b.tags0();
+  return b.message();
+}
+
+TEST(ReplayRaces, ARebalanceAnotherMemberStartedFirstIsARaceOnTheGroup) {
+  replay::Recording rec;
+  replay::ReplayResult result;
+  // Session `id` sends one request, recorded in the window [req, resp] (us),
+  // sent live at `live` us; its differences as the comparison found them.
+  auto add = [&](uint32_t id, int16_t api, int16_t version, const char* name, std::vector<uint8_t> request,
+                 std::vector<uint8_t> response, int64_t req, int64_t resp, int64_t live,
+                 std::vector<replay::Difference> diffs) {
+    replay::RecordedSession s;
+    s.id = id;
+    replay::Exchange e;
+    e.frame = id * 10;
+    e.request_us = req;
+    e.response_us = resp;
+    e.api_key = api;
+    e.api_version = version;
+    e.request = std::move(request);
+    e.response = std::move(response);
+    s.exchanges.push_back(e);
+    rec.sessions.push_back(s);
+    replay::ExchangeResult r;
+    r.session = id;
+    r.frame = e.frame;
+    r.api_key = api;
+    r.api_version = version;
+    r.api_name = name;
+    r.live_sent_us = live;
+    r.outcome = diffs.empty() ? replay::Outcome::Same : replay::Outcome::Regression;
+    r.differences = std::move(diffs);
+    result.exchanges.push_back(r);
+  };
+  const std::string a = "consumer-classic-app-1-0f1e2d3c", b = "consumer-classic-app-2-aabbccdd";
+  // Member a rejoins (7.072-7.137 s, as in captures/classic-consumer.pcapng); member
+  // b's SyncGroup (7.130-7.132 s) came after it there and was told
+  // REBALANCE_IN_PROGRESS; live it came first (sent at 0.2 ms, a's join at 0.3
+  // ms) and got its assignment.
+  add(1, 11, 9, "JoinGroup", join_request(a), join_response(3, a, a, {a, b}), 7'072'000, 7'137'000, 300, {});
+  const std::vector<replay::Difference> rebalanced = {
+      {"body.errorCode", "27", "0", "", false, "REBALANCE_IN_PROGRESS", "NONE"},
+      {"body.protocolType", "null", "\"consumer\"", "", false},
+      {"body.assignment", "\"\"", "\"AAMAAAAA/////w==\"", "", false}};
+  add(2, 14, 5, "SyncGroup", sync_request_v5(b), sync_response_v5(27), 7'130'000, 7'132'000, 200, rebalanced);
+  // The same difference later, after a's join was answered in the capture and
+  // sent after it live: the order is fixed, so it is a regression.
+  add(3, 14, 5, "SyncGroup", sync_request_v5(b), sync_response_v5(27), 7'500'000, 7'502'000, 900, rebalanced);
+  // Overlapping a's join, but the error is another one: no rebalance explains it.
+  add(4, 14, 5, "SyncGroup", sync_request_v5(b), sync_response_v5(0), 7'131'000, 7'133'000, 250,
+      {{"body.errorCode", "0", "25", "", false, "NONE", "UNKNOWN_MEMBER_ID"}});
+  replay::classify_races(rps(), rec, orders_by_id, result);
+  ASSERT_EQ(result.exchanges.size(), 4u);
+  EXPECT_EQ(result.exchanges[0].outcome, replay::Outcome::Same);
+  const auto& r2 = result.exchanges[1];
+  EXPECT_EQ(r2.outcome, replay::Outcome::Race);
+  ASSERT_EQ(r2.races.size(), 1u);
+  EXPECT_EQ(r2.races[0].session, 1u);
+  EXPECT_EQ(r2.races[0].frame, 10u);
+  EXPECT_EQ(r2.races[0].api, "JoinGroup v9");
+  EXPECT_EQ(r2.races[0].partition, "group classic-app");
+  EXPECT_TRUE(r2.races[0].order_not_fixed);
+  EXPECT_TRUE(r2.races[0].live_order_differs);
+  EXPECT_DOUBLE_EQ(r2.races[0].recorded_ms, 58.0);   // 7.130 s after the first request at 7.072 s
+  EXPECT_EQ(result.exchanges[2].outcome, replay::Outcome::Regression);
+  EXPECT_TRUE(result.exchanges[2].races.empty());
+  EXPECT_EQ(result.exchanges[3].outcome, replay::Outcome::Regression);
+}
+
 // MetadataResponse v12: the given topics (by name, id 0x22..), the given brokers.
 std::vector<uint8_t> metadata_v12(const std::vector<std::string>& topics,
                                   const std::vector<std::tuple<int, std::string, int>>& brokers = {}) {
