@@ -583,9 +583,9 @@ class Walker {
     for (const auto& h : host_configs()) {
       if (h.name != name) continue;
       if (h.endpoints) {
-        // The resource (a broker) both config elements belong to: config -> configs -> result.
-        const uint32_t rres = rec_.nodes[rec_.nodes[rn.parent].parent].parent;
-        const uint32_t lres = live_.nodes[live_.nodes[live_.nodes[l].parent].parent].parent;
+        // The resource (a broker) both values belong to: that of a config, or
+        // of one of its synonyms.
+        const uint32_t rres = result_of(rec_, r), lres = result_of(live_, l);
         std::map<uint16_t, uint16_t> ports = opts_.endpoints ? opts_.endpoints->ports() : std::map<uint16_t, uint16_t>{};
         controller_ports(resource_configs(rec_, rres), resource_configs(live_, lres), ports);
         static const EndpointMap none;
@@ -599,6 +599,12 @@ class Walker {
       return true;
     }
     return false;
+  }
+
+  // The element of the body's top-level array (a DescribeConfigs result) that node n lies in.
+  static uint32_t result_of(const Frame& f, uint32_t n) {
+    while (n && n != f.body && f.nodes[n].parent && f.nodes[f.nodes[n].parent].parent != f.body) n = f.nodes[n].parent;
+    return n;
   }
 
   std::string_view config_name(const Frame& f, uint32_t config) const {

@@ -447,12 +447,19 @@ TEST(ReplayCompare, ValueArraysOutsideTheSetTableKeepTheirOrder) {
   EXPECT_TRUE(replica_order);
 }
 
-// DescribeConfigsResponse v4 for broker "1": (name, value) configs, no synonyms.
-std::vector<uint8_t> describe_configs_response(const std::vector<std::pair<std::string, std::string>>& configs) {
+// DescribeConfigsResponse v4 for broker "1": (name, value) configs; with
+// `synonyms`, each also has one synonym of its own name and value (source 4,
+// STATIC_BROKER_CONFIG), as a client asking with includeSynonyms gets them.
+std::vector<uint8_t> describe_configs_response(const std::vector<std::pair<std::string, std::string>>& configs,
+                                              bool synonyms = false) {
   Bytes b;
   b.i32(6).tags0().i32(0).carr(1).i16(0).cnull().i8(4).cstr("1").carr(configs.size());
-  for (const auto& [name, value] : configs)
-    b.cstr(name).cstr(value).boolean(false).i8(5).boolean(false).carr(0).i8(2).cnull().tags0();
+  for (const auto& [name, value] : configs) {
+    b.cstr(name).cstr(value).boolean(false).i8(5).boolean(false);
+    if (synonyms) b.carr(1).cstr(name).cstr(value).i8(4).tags0();
+    else b.carr(0);
+    b.i8(2).cnull().tags0();
+  }
   b.tags0().tags0();
   return b.message();
 }
@@ -515,6 +522,41 @@ TEST(ReplayCompare, ConfigValuesThatDescribeTheHostAreNotRegressions) {
                                                  {"log.dirs", "/x"},
                                                  {"num.partitions", "1"}})),
             std::vector<std::string>{"body.results[0].configs[0].value"});
+}
+
+TEST(ReplayCompare, ConfigSynonymsThatDescribeTheHostMapLikeTheirConfigs) {
+  replay::CompareOptions o;
+  o.ignore = replay::default_ignore_rules();
+  replay::EndpointMap m;
+  m.add("127.0.0.1:40419", "127.0.0.1:51991");
+  o.endpoints = &m;
+  // The controller's port (42843 recorded, 44385 live) is known from the
+  // broker's own listeners and controller.listener.names, which the synonyms
+  // of a config do not carry.
+  auto configs = [](const std::string& client, const std::string& controller) {
+    return describe_configs_response({{"listeners", "PLAINTEXT://127.0.0.1:" + client + ",CONTROLLER://127.0.0.1:" + controller},
+                                      {"controller.quorum.bootstrap.servers", "127.0.0.1:" + controller},
+                                      {"controller.listener.names", "CONTROLLER"}},
+                                     true);
+  };
+  const auto rec = configs("40419", "42843");
+  auto d = diff(rec, configs("51991", "44385"), 32, 4, o);
+  ASSERT_EQ(d.size(), 4u);   // two values and their two synonyms
+  for (const auto& x : d) EXPECT_TRUE(x.ignored) << x.path << " " << x.replayed;
+  EXPECT_EQ(d[1].path, "body.results[0].configs[0].synonyms[0].value");
+  // A controller on a port the recorded one does not map to: the value and its synonym differ.
+  std::vector<std::string> regressions;
+  for (const auto& x : diff(rec, configs("51991", "44385") /* same */, 32, 4, o))
+    if (!x.ignored) regressions.push_back(x.path);
+  EXPECT_TRUE(regressions.empty());
+  for (const auto& x : diff(rec, describe_configs_response({{"listeners", "PLAINTEXT://127.0.0.1:51991,CONTROLLER://127.0.0.1:44385"},
+                                                            {"controller.quorum.bootstrap.servers", "127.0.0.1:44386"},
+                                                            {"controller.listener.names", "CONTROLLER"}},
+                                                           true),
+                            32, 4, o))
+    if (!x.ignored) regressions.push_back(x.path);
+  EXPECT_EQ(regressions, (std::vector<std::string>{"body.results[0].configs[1].value",
+                                                   "body.results[0].configs[1].synonyms[0].value"}));
 }
 
 TEST(ReplayCompare, ErrorCodesAreNamed) {
