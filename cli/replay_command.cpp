@@ -214,6 +214,9 @@ void list_rules() {
   std::cout << "\nCompared by effective value (null keeps the member's last one; one heartbeat\n"
                "earlier or later is timing):\n";
   for (const auto& f : replay::sticky_fields()) std::cout << "  " << f.api << ":" << f.path << "\n";
+  std::cout << "\nCompared as a member's sequence of asks, at whatever heartbeat (the target's\n"
+               "back-off has jitter; an ask the capture never shows is a regression):\n";
+  for (const auto& f : replay::ask_fields()) std::cout << "  " << f.api << ":" << f.path << "\n";
 }
 
 }  // namespace

@@ -339,11 +339,15 @@ const std::vector<StickyField>& sticky_fields() {
       {"StreamsGroupHeartbeat", "body.standbyTasks"},
       {"StreamsGroupHeartbeat", "body.warmupTasks"},
       {"StreamsGroupHeartbeat", "body.partitionsByUserEndpoint"},
-      // The broker asks for the topology description again once the back-off
-      // after a transient failure of its plugin is over: a timer of its own.
-      {"StreamsGroupHeartbeat", "body.topologyDescriptionRequired"},
       {"ConsumerGroupHeartbeat", "body.assignment"},
       {"ShareGroupHeartbeat", "body.assignment"},
+  };
+  return v;
+}
+
+const std::vector<StickyField>& ask_fields() {
+  static const std::vector<StickyField> v = {
+      {"StreamsGroupHeartbeat", "body.topologyDescriptionRequired"},
   };
   return v;
 }
@@ -430,6 +434,12 @@ std::string canonical_json(const ProgramSet& ps, const Frame& f, uint32_t i, std
 }
 }  // namespace
 
+namespace {
+std::string member_key(const std::string& member, const StickyField& s) {
+  return member + '\x1f' + std::string(s.api) + '\x1f' + std::string(s.path);
+}
+}  // namespace
+
 void sticky_lookahead(const ProgramSet& ps, const Frame& next, const std::string& member, StickyMemory& memory) {
   if (!next.program || !next.body) return;
   for (const auto& s : sticky_fields()) {
@@ -437,9 +447,21 @@ void sticky_lookahead(const ProgramSet& ps, const Frame& next, const std::string
     std::string_view name = s.path.substr(5);  // after "body."
     for (uint32_t c : Children(next, next.body)) {
       if (next.nodes[c].desc == kDescUnknownTag || ps.field(next.nodes[c].desc).json_name != name) continue;
-      const std::string key = member + '\x1f' + std::string(s.api) + '\x1f' + std::string(s.path);
+      const std::string key = member_key(member, s);
       if (next.nodes[c].is_null()) memory.next.erase(key);
       else memory.next[key] = canonical_json(ps, next, c, s.api);
+    }
+  }
+}
+
+void count_recorded_asks(const ProgramSet& ps, const Frame& recorded, const std::string& member, StickyMemory& memory) {
+  if (!recorded.program || !recorded.body) return;
+  for (const auto& s : ask_fields()) {
+    if (s.api != recorded.program->api_name) continue;
+    for (uint32_t c : Children(recorded, recorded.body)) {
+      const Node& n = recorded.nodes[c];
+      if (n.desc != kDescUnknownTag && ps.field(n.desc).json_name == s.path.substr(5) && n.type == WireType::Bool && n.v.i)
+        ++memory.asks_left[member_key(member, s)];
     }
   }
 }
@@ -513,8 +535,9 @@ class Walker {
   bool sticky_field(uint32_t c) const {
     if (!memory_ || rec_.nodes[c].parent != rec_.body) return false;
     const std::string_view name = ps_.field(rec_.nodes[c].desc).json_name;
-    for (const auto& s : sticky_fields())
-      if (s.api == api_ && s.path.substr(5) == name) return true;
+    for (const auto* list : {&sticky_fields(), &ask_fields()})
+      for (const auto& s : *list)
+        if (s.api == api_ && s.path.substr(5) == name) return true;
     return false;
   }
 
@@ -525,9 +548,51 @@ class Walker {
     return false;
   }
 
+  bool ask() const {
+    if (!memory_) return false;
+    for (const auto& s : ask_fields())
+      if (s.api == api_ && s.path == path_) return true;
+    return false;
+  }
+
+  // An ask field: asks on both sides are matched in order, not by heartbeat.
+  void ask_node(const Node& rn, const Node& ln) {
+    const std::string key = member_ + '\x1f' + std::string(api_) + '\x1f' + path_;
+    const bool a = rn.type == WireType::Bool && rn.v.i, b = ln.type == WireType::Bool && ln.v.i;
+    int& balance = memory_->ask_balance[key];  // recorded asks minus the target's
+    int& left = memory_->asks_left[key];       // recorded asks from this answer on
+    const int before = balance;
+    if (a && left > 0) --left;
+    balance += int(a) - int(b);
+    if (a == b) return;
+    const char* ra = a ? "true" : "false";
+    const char* rb = b ? "true" : "false";
+    if (a) {
+      out_.push_back({path_, ra, rb,
+                      before < 0 ? "the target asked at an earlier heartbeat (timing)"
+                                 : "the target has not asked yet; its back-off has jitter (timing)",
+                      true});
+      return;
+    }
+    // The target's earlier asks not yet matched (-before) claim as many of the
+    // capture's later ones.
+    if (before > 0 || left > -before) {
+      out_.push_back({path_, ra, rb,
+                      before > 0 ? "the capture asked at an earlier heartbeat (timing)"
+                                 : "the capture asks at a later heartbeat (timing)",
+                      true});
+      return;
+    }
+    diff(ra, rb);
+  }
+
   void node(uint32_t r, uint32_t l) {
     const Node& rn = rec_.nodes[r];
     const Node& ln = live_.nodes[l];
+    if (ask()) {
+      ask_node(rn, ln);
+      return;
+    }
     if (sticky()) {
       // Compared by effective value: null keeps the member's last one.
       const std::string key = member_ + '\x1f' + std::string(api_) + '\x1f' + path_;

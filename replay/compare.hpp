@@ -140,6 +140,14 @@ struct StickyField {
   std::string_view path;   // "body.activeTasks"
 };
 const std::vector<StickyField>& sticky_fields();
+// Booleans by which the target asks a member for something on its own timer
+// (topologyDescriptionRequired: the broker asks again for a topology
+// description once the back-off after a failed one is over, and that back-off
+// has 20% jitter). Compared per member as a sequence of asks, whatever
+// heartbeat carries them: an ask on one side matches one the other side made
+// earlier, or one the capture shows later in the member's session; a target's
+// ask the capture never makes is a regression.
+const std::vector<StickyField>& ask_fields();
 // Status codes that only say a timer has not fired yet (ASSIGNMENT_DELAYED):
 // elements with them are left out of the comparison of `path`.
 struct TimerStatus {
@@ -158,7 +166,13 @@ struct StickyMemory {
   // api: a target that hands an assignment out one heartbeat earlier (or
   // later, matching the previous value) differs in timing only.
   std::unordered_map<std::string, std::string> next;
+  // Ask fields: recorded asks minus the target's so far, and the recorded
+  // asks from the current answer to the end of the member's session.
+  std::unordered_map<std::string, int> ask_balance, asks_left;
 };
+// Adds the asks of one recorded response of a member to memory.asks_left
+// (called for each of the member's responses before the first is compared).
+void count_recorded_asks(const ProgramSet& ps, const Frame& recorded, const std::string& member, StickyMemory& memory);
 // Fills memory.next from the member's next recorded response of that api.
 void sticky_lookahead(const ProgramSet& ps, const Frame& next_recorded, const std::string& member,
                       StickyMemory& memory);

@@ -20,6 +20,7 @@
 #include <iostream>
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "dissector/protocol/codes.hpp"
 #include "dissector/protocol/decoder.hpp"
@@ -470,6 +471,7 @@ class Engine {
   Frame live_, recorded_resp_, recorded_req_, edited_;
   StickyMemory sticky_;
   std::unordered_map<int16_t, bool> sticky_apis_;
+  std::unordered_set<uint32_t> asks_counted_;  // sessions whose recorded asks are in sticky_.asks_left
   CompareOptions cmp_;               // o_.compare, with the broker addresses learned so far
   EndpointMap endpoints_;            // recorded broker addresses -> the target's
   std::map<std::string, int64_t> admin_written_;  // topic -> when an admin write of the replay naming it was answered
@@ -481,7 +483,8 @@ class Engine {
     if (it != sticky_apis_.end()) return it->second;
     const MessageProgram* m = ps_.find_api(std::to_string(api));
     bool yes = false;
-    for (const auto& s : sticky_fields()) yes |= m && s.api == m->api_name;
+    for (const auto* list : {&sticky_fields(), &ask_fields()})
+      for (const auto& s : *list) yes |= m && s.api == m->api_name;
     return sticky_apis_[api] = yes;
   }
 };
@@ -1161,6 +1164,14 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
     r.differences.push_back({"", "\"a response that decodes\"", "\"" + live_.errors.front().reason + "\"", "", false});
   }
   if (has_sticky(e.api_key)) {
+    const std::string member = std::to_string(c.s->id);
+    if (asks_counted_.insert(c.s->id).second)
+      for (const Exchange& any : c.s->exchanges) {
+        if (!has_sticky(any.api_key) || any.response.empty()) continue;
+        Frame probe;
+        dec_.decode_response(any.response, any.api_key, any.api_version, probe);
+        count_recorded_asks(ps_, probe, member, sticky_);
+      }
     // What the capture shows at this member's next answer of the same api.
     sticky_.next.clear();
     for (uint32_t k = f.exchange + 1; k < c.s->exchanges.size(); ++k) {
@@ -1168,7 +1179,7 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
       if (later.api_key != e.api_key || later.response.empty()) continue;
       Frame probe;
       dec_.decode_response(later.response, later.api_key, later.api_version, probe);
-      sticky_lookahead(ps_, probe, std::to_string(c.s->id), sticky_);
+      sticky_lookahead(ps_, probe, member, sticky_);
       break;
     }
   }
