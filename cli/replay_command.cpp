@@ -182,15 +182,16 @@ void list_rules() {
                "difference only in these fields, on a partition that another session's write was\n"
                "racing with (their recorded request/response windows overlap, so the capture does\n"
                "not fix their order, or the target got them in the other order):\n";
-  for (const auto& r : replay::race_fields())
-    std::cout << "  " << r.pattern.text << "\n    " << r.why << "\n";
+  auto print_races = [](const std::vector<replay::RaceField>& fields) {
+    for (const auto& r : fields) std::cout << "  " << r.pattern.text << "\n    " << r.why << "\n";
+  };
+  print_races(replay::race_fields());
   std::cout << "  writes that race:";
   for (auto w : replay::partition_writers()) std::cout << " " << w;
   std::cout << "\nand on a classic group, a difference only in these fields, one of them an error\n"
                "code REBALANCE_IN_PROGRESS on one side only, where another member's join or leave\n"
                "raced with it (a rebalance began before or after the answer):\n";
-  for (const auto& r : replay::group_race_fields())
-    std::cout << "  " << r.pattern.text << "\n    " << r.why << "\n";
+  print_races(replay::group_race_fields());
   std::cout << "  requests that start a rebalance:";
   for (auto w : replay::group_changers()) std::cout << " " << w;
   std::cout << "\n\nReads that can lag an admin write (";

@@ -83,7 +83,7 @@ bool parse_pattern(const std::string& text, PathPattern& out, std::string& error
 }
 
 std::vector<IgnoreRule> default_ignore_rules() {
-  static const std::pair<const char*, const char*> table[] = {
+  std::vector<IgnoreRule> rules = pattern_table<IgnoreRule>({
       {"**.throttleTimeMs", "how long the broker asked the client to wait"},
       {"**.*Timestamp", "wall-clock times"},
       {"**.*TimestampMs", "wall-clock times"},
@@ -113,23 +113,11 @@ std::vector<IgnoreRule> default_ignore_rules() {
       {"Fetch:body.responses.partitions.abortedTransactions", "long-polled: follows the records"},
       {"Fetch:body.responses.partitions.currentLeader", "node ids of the target"},
       {"Fetch:body.nodeEndpoints", "the target's listeners"},
-  };
-  static const std::pair<const char*, const char*> presence[] = {
-      {"Fetch:body.responses", "an incremental fetch lists the topics with news, which is timing"},
-      {"Fetch:body.responses.partitions", "an incremental fetch lists the partitions with news, which is timing"},
-  };
-  std::vector<IgnoreRule> rules;
-  std::string error;
-  for (const auto& [text, why] : table) {
-    IgnoreRule r;
-    parse_pattern(text, r.pattern, error);
-    r.why = why;
-    rules.push_back(std::move(r));
-  }
-  for (const auto& [text, why] : presence) {
-    IgnoreRule r;
-    parse_pattern(text, r.pattern, error);
-    r.why = why;
+  });
+  for (auto& r : pattern_table<IgnoreRule>({
+           {"Fetch:body.responses", "an incremental fetch lists the topics with news, which is timing"},
+           {"Fetch:body.responses.partitions", "an incremental fetch lists the partitions with news, which is timing"},
+       })) {
     r.presence_only = true;
     rules.push_back(std::move(r));
   }
@@ -137,24 +125,13 @@ std::vector<IgnoreRule> default_ignore_rules() {
 }
 
 const std::vector<UnorderedArray>& unordered_arrays() {
-  static const std::vector<UnorderedArray> v = [] {
-    static const std::pair<const char*, const char*> table[] = {
-        {"**.partitions", "partition numbers of an assignment or a task"},
-        {"**.partitionIndexes", "partition numbers asked about or answered"},
-        {"**.subscribedTopicNames", "topic names a member subscribes to"},
-        {"**.sourceTopics", "a subtopology's source topics"},
-        {"**.repartitionSinkTopics", "a subtopology's repartition topics"},
-    };
-    std::vector<UnorderedArray> out;
-    std::string error;
-    for (const auto& [text, why] : table) {
-      UnorderedArray u;
-      parse_pattern(text, u.pattern, error);
-      u.why = why;
-      out.push_back(std::move(u));
-    }
-    return out;
-  }();
+  static const std::vector<UnorderedArray> v = pattern_table<UnorderedArray>({
+      {"**.partitions", "partition numbers of an assignment or a task"},
+      {"**.partitionIndexes", "partition numbers asked about or answered"},
+      {"**.subscribedTopicNames", "topic names a member subscribes to"},
+      {"**.sourceTopics", "a subtopology's source topics"},
+      {"**.repartitionSinkTopics", "a subtopology's repartition topics"},
+  });
   return v;
 }
 

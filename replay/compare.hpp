@@ -25,6 +25,21 @@ struct PathPattern {
 };
 bool parse_pattern(const std::string& text, PathPattern& out, std::string& error);
 
+// A rule table of kwire's own, (pattern, why) pairs, as rules of type T (a
+// struct with `pattern` and `why`). The patterns are literals known to parse.
+template <class T>
+std::vector<T> pattern_table(std::initializer_list<std::pair<const char*, const char*>> table) {
+  std::vector<T> out;
+  std::string error;
+  for (const auto& [text, why] : table) {
+    T rule{};
+    parse_pattern(text, rule.pattern, error);
+    rule.why = why;
+    out.push_back(std::move(rule));
+  }
+  return out;
+}
+
 struct IgnoreRule {
   PathPattern pattern;   // covers the field and everything under it
   std::string why;

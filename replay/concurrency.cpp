@@ -78,18 +78,6 @@ bool race_field(const std::vector<RaceField>& table, std::string_view api, const
   return false;
 }
 
-std::vector<RaceField> race_table(std::initializer_list<std::pair<const char*, const char*>> table) {
-  std::vector<RaceField> out;
-  std::string error;
-  for (const auto& [text, why] : table) {
-    RaceField r;
-    parse_pattern(text, r.pattern, error);
-    r.why = why;
-    out.push_back(std::move(r));
-  }
-  return out;
-}
-
 constexpr int64_t kRebalanceInProgress = 27;
 
 // The group a request names (its GroupId), empty when none.
@@ -108,7 +96,7 @@ double ms(int64_t us) { return static_cast<double>(us) / 1000.0; }
 }  // namespace
 
 const std::vector<RaceField>& race_fields() {
-  static const std::vector<RaceField> v = race_table({
+  static const std::vector<RaceField> v = pattern_table<RaceField>({
       {"Produce:body.responses.partitionResponses.baseOffset",
        "where the batch landed in the partition: after the batches of concurrent producers that came first"},
       {"ListOffsets:body.topics.partitions.offset",
@@ -120,7 +108,7 @@ const std::vector<RaceField>& race_fields() {
 }
 
 const std::vector<RaceField>& group_race_fields() {
-  static const std::vector<RaceField> v = race_table({
+  static const std::vector<RaceField> v = pattern_table<RaceField>({
       {"SyncGroup:body.errorCode", "REBALANCE_IN_PROGRESS or not: whether another member's join came first"},
       {"SyncGroup:body.protocolType", "set only when the member got its assignment"},
       {"SyncGroup:body.protocolName", "set only when the member got its assignment"},

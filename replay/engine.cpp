@@ -353,22 +353,12 @@ bool same_request(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) 
          std::equal(a.begin() + 12, a.end(), b.begin() + 12);
 }
 
-// Every error code set is a coordinator's (loading, not available, moved).
-bool coordinator_wait(const ProgramSet& ps, const Frame& f) {
-  bool any = false;
-  for (uint32_t i = f.body; f.body && i < f.nodes.size(); ++i) {
-    const Node& n = f.nodes[i];
-    if (n.desc == kDescUnknownTag || n.v.i == 0 || !is_integer(n.type) || !is_error_code_field(ps.field(n.desc))) continue;
-    // COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
-    if (n.v.i != 14 && n.v.i != 15 && n.v.i != 16) return false;
-    any = true;
-  }
-  return any;
-}
-
 // 0: no error code set; 1: only retriable ones; 2: some that are not.
-int error_class(const ProgramSet& ps, const Frame& f) {
+// `coordinator_only`: some error code is set, and every one is a
+// coordinator's (loading, not available, moved).
+int error_class(const ProgramSet& ps, const Frame& f, bool* coordinator_only = nullptr) {
   int c = 0;
+  bool coordinator = true;
   for (uint32_t i = f.body; f.body && i < f.nodes.size(); ++i) {
     const Node& n = f.nodes[i];
     if (n.desc == kDescUnknownTag || n.v.i == 0 || !is_integer(n.type) || !is_error_code_field(ps.field(n.desc))) continue;
@@ -376,7 +366,10 @@ int error_class(const ProgramSet& ps, const Frame& f) {
     for (size_t k = 0; k < kErrorCodeCount; ++k)
       if (kErrorCodes[k].code == n.v.i) { retriable = kErrorCodes[k].retriable; break; }
     c = std::max(c, retriable ? 1 : 2);
+    // COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
+    coordinator = coordinator && (n.v.i == 14 || n.v.i == 15 || n.v.i == 16);
   }
+  if (coordinator_only) *coordinator_only = c != 0 && coordinator;
   return c;
 }
 
@@ -1083,7 +1076,8 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
     return;
   }
   dec_.decode_response(e.response, e.api_key, e.api_version, recorded_resp_);
-  const int live_class = error_class(ps_, live_);
+  bool coordinator_only = false;
+  const int live_class = error_class(ps_, live_, &coordinator_only);
   int recorded_class = error_class(ps_, recorded_resp_);
   const int64_t backoff = std::min<int64_t>(50000LL << std::min(f.attempts + 1, 5), 1000000);
   const bool budget_was_spent = c.retry.spent;
@@ -1094,7 +1088,7 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
   // fast, which would otherwise run through the member's whole life before
   // the timer fires.
   const bool delayed = live_class == 0 && live_.ok() && assignment_delayed_only_live(ps_, recorded_resp_, live_);
-  const bool charged = !coordinator_wait(ps_, live_);
+  const bool charged = !coordinator_only;
   if (should_retry(delayed ? 1 : live_class, recorded_class, live_.ok(), now - f.first_sent_us,
                    std::min<int64_t>(static_cast<int64_t>(o_.timeout_s * 1e6), kRetryForUs), f.attempts, c.retry,
                    now - f.sent_us + backoff, charged)) {
@@ -1158,8 +1152,11 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
   state_.translate_response(recorded_resp_, recorded_req_, c.s->id);
   if ((r.api_name == "Metadata" || r.api_name == "DescribeCluster") && live_.ok())
     learn_node_endpoints(ps_, recorded_resp_, live_, endpoints_);
-  if (is_admin_write(r.api_name) && live_.ok())
+  if (is_admin_write(r.api_name) && live_.ok()) {
+    // Writes older than kAdminWriteVisibleUs explain nothing any more.
+    std::erase_if(admin_written_, [&](const auto& w) { return now - w.second >= kAdminWriteVisibleUs; });
     for (auto& t : written_topics(ps_, recorded_req_, live_)) admin_written_[t] = now;
+  }
   if (!live_.ok()) {
     r.differences.push_back({"", "\"a response that decodes\"", "\"" + live_.errors.front().reason + "\"", "", false});
   }
