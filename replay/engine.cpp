@@ -259,6 +259,10 @@ class Control {
     }
   }
   const Link& link() const { return link_; }
+  // Borrows a replay connection's link that is up, for a login of kwire's own.
+  explicit Control(Link&& up) : link_(std::move(up)) {}
+  Control() = default;
+  Link release() { return std::move(link_); }
   // Sends `request` (size prefix included) and returns the response message.
   bool exchange(const std::vector<uint8_t>& request, std::vector<uint8_t>& response, double timeout_s,
                 std::string& error) {
@@ -402,6 +406,9 @@ struct LiveConn {
   std::unique_ptr<SaslClient> sasl;
   std::string sasl_reply;            // the next SaslAuthenticate bytes
   bool sasl_started = false;
+  // Recorded without a login, replayed to a target that wants one (--sasl-*):
+  // each connection logs in first with the first login given.
+  const SaslLogin* login_first = nullptr;
 };
 
 class Engine {
@@ -420,9 +427,9 @@ class Engine {
  private:
   bool prepare(std::string& error);
   bool control_setup(const HostPort& hp, const Address& a, bool primary, std::string& error);
-  bool control_login(Control& ctl, const HostPort& hp, const SaslLogin& login, bool primary, std::string& error);
+  bool control_login(Control& ctl, const std::string& target, const SaslLogin& login, bool primary, std::string& error);
   void tls_step(LiveConn& c, int64_t now);
-  void up(LiveConn& c);
+  void up(LiveConn& c, int64_t now);
   void flush(LiveConn& c, int64_t now);
   void close_link(LiveConn& c);   // the socket (and TLS) closed, the --record-out flow finished
   void sasl_answer(LiveConn& c, const Frame& live, ExchangeResult& r);
@@ -512,8 +519,9 @@ std::string code_text(int64_t code) {
   return std::to_string(code) + (name.empty() ? "" : " " + std::string(name));
 }
 
-bool Engine::control_login(Control& ctl, const HostPort& hp, const SaslLogin& login, bool primary, std::string& error) {
-  const std::string who = "target " + hp.str() + " refused the SASL " + login.mechanism + " login" +
+bool Engine::control_login(Control& ctl, const std::string& target, const SaslLogin& login, bool primary,
+                           std::string& error) {
+  const std::string who = "target " + target + " refused the SASL " + login.mechanism + " login" +
                           (login.user.empty() ? "" : " as " + login.user);
   std::vector<uint8_t> resp;
   Frame f;
@@ -521,10 +529,10 @@ bool Engine::control_login(Control& ctl, const HostPort& hp, const SaslLogin& lo
     wire::MessageBuilder b;
     request_header(b, 17, 1, 2, false);
     b.str(login.mechanism);
-    if (!ctl.exchange(b.message(), resp, 10, error)) { error = "target " + hp.str() + " did not answer SaslHandshake: " + error; return false; }
+    if (!ctl.exchange(b.message(), resp, 10, error)) { error = "target " + target + " did not answer SaslHandshake: " + error; return false; }
     dec_.decode_response(resp, 17, 1, f);
     const Node* ec = f.body ? find_field(f, ps_, f.body, "ErrorCode") : nullptr;
-    if (!f.ok() || !ec) { error = "target " + hp.str() + " answered SaslHandshake with garbage"; return false; }
+    if (!f.ok() || !ec) { error = "target " + target + " answered SaslHandshake with garbage"; return false; }
     if (ec->v.i != 0) {
       std::string offers;
       for (uint32_t i = f.body + 1; i < f.nodes.size(); ++i)
@@ -546,7 +554,7 @@ bool Engine::control_login(Control& ctl, const HostPort& hp, const SaslLogin& lo
     const Node* ec = f.body ? find_field(f, ps_, f.body, "ErrorCode") : nullptr;
     const Node* em = f.body ? find_field(f, ps_, f.body, "ErrorMessage") : nullptr;
     const Node* ab = f.body ? find_field(f, ps_, f.body, "AuthBytes") : nullptr;
-    if (!f.ok() || !ec || !ab) { error = "target " + hp.str() + " answered SaslAuthenticate with garbage"; return false; }
+    if (!f.ok() || !ec || !ab) { error = "target " + target + " answered SaslAuthenticate with garbage"; return false; }
     if (ec->v.i != 0) {
       error = who + ": " + code_text(ec->v.i) + (em && !em->is_null() ? ": " + std::string(em->str()) : "");
       return false;
@@ -554,11 +562,11 @@ bool Engine::control_login(Control& ctl, const HostPort& hp, const SaslLogin& lo
     std::string reply;
     bool more = false;
     if (!client.answer({reinterpret_cast<const char*>(ab->v.p), ab->aux}, reply, more, error)) {
-      error = "target " + hp.str() + ", SASL " + login.mechanism + ": " + error;
+      error = "target " + target + ", SASL " + login.mechanism + ": " + error;
       return false;
     }
     if (!more) {
-      if (primary) out_.notes.push_back("SASL " + login.mechanism + " login to " + hp.str() + (login.user.empty() ? "" : " as " + login.user) + ": accepted");
+      if (primary) out_.notes.push_back("SASL " + login.mechanism + " login to " + target + (login.user.empty() ? "" : " as " + login.user) + ": accepted");
       return true;
     }
     msg = std::move(reply);
@@ -597,7 +605,7 @@ bool Engine::control_setup(const HostPort& hp, const Address& a, bool primary, s
         break;
       }
   }
-  if (!o_.sasl.empty() && !control_login(ctl, hp, o_.sasl.front(), primary, error)) return false;
+  if (!o_.sasl.empty() && !control_login(ctl, hp.str(), o_.sasl.front(), primary, error)) return false;
   // Metadata v12, all topics: their ids on the target (and which exist).
   auto metadata = [&](std::set<std::string>& names) -> bool {
     wire::MessageBuilder b;
@@ -731,6 +739,7 @@ bool Engine::prepare(std::string& error) {
   }
   int64_t first = INT64_MAX, last = 0;
   std::map<std::string, int> sasl_skipped;   // sessions not replayed for want of credentials, by mechanism
+  int logins_added = 0;                      // sessions recorded without a login that log in first
   conns_.reserve(rec_.sessions.size());
   for (const auto& s : rec_.sessions) {
     SessionResult sr;
@@ -753,6 +762,9 @@ bool Engine::prepare(std::string& error) {
         sr.skip += option.empty() ? ", which kwire cannot log in with" : ": give " + option + " to replay it";
         ++sasl_skipped[s.sasl_mechanism];
       }
+    } else if (s.sasl_mechanism.empty() && s.skip.empty() && !o_.sasl.empty()) {
+      c.login_first = &o_.sasl.front();
+      ++logins_added;
     }
     c.s = &s;
     c.result = out_.sessions.size();
@@ -811,6 +823,10 @@ bool Engine::prepare(std::string& error) {
                          " and " + (n == 1 ? "was" : "were") + " not replayed: " +
                          (option.empty() ? "kwire cannot log in with it" : "give " + option));
   }
+  if (logins_added)
+    out_.notes.push_back(std::to_string(logins_added) + (logins_added == 1 ? " session" : " sessions") +
+                         " recorded without a SASL login " + (logins_added == 1 ? "logs" : "log") + " in with " +
+                         o_.sasl.front().mechanism + " first (not compared)");
   t0_recorded_us_ = first == INT64_MAX ? 0 : first;
   t_last_recorded_us_ = last;
   if (!o_.record_out.empty() && !traffic_.open(o_.record_out, error)) return false;
@@ -839,13 +855,13 @@ void Engine::on_connected(LiveConn& c, int64_t now) {
     tls_step(c, now);
     return;
   }
-  up(c);
+  up(c, now);
 }
 
 void Engine::tls_step(LiveConn& c, int64_t now) {
   std::string error;
   switch (c.link.handshake(error)) {
-    case Link::Io::Done: up(c); return;
+    case Link::Io::Done: up(c, now); return;
     case Link::Io::WantRead: c.tls_wants = POLLIN; return;
     case Link::Io::WantWrite: c.tls_wants = POLLOUT; return;
     case Link::Io::Closed: drop(c, now, "cannot connect to " + c.target + ": the target closed the connection in the TLS handshake"); return;
@@ -853,7 +869,16 @@ void Engine::tls_step(LiveConn& c, int64_t now) {
   }
 }
 
-void Engine::up(LiveConn& c) {
+void Engine::up(LiveConn& c, int64_t now) {
+  if (c.login_first) {
+    // A login of kwire's own, not compared: one request at a time on the new
+    // connection, with a deadline, before any of the session's requests.
+    Control ctl(std::move(c.link));
+    std::string error;
+    const bool ok = control_login(ctl, c.target, *c.login_first, false, error);
+    c.link = ctl.release();
+    if (!ok) { drop(c, now, "cannot log in: " + error); return; }
+  }
   c.st = LiveConn::St::Up;
   c.down_since_us = -1;
   c.backoff_us = 100000;

@@ -27,6 +27,16 @@ std::string ssl_errors() {
   return out;
 }
 
+// OpenSSL's errors, and why when the broker refused for want of a client
+// certificate (TLS 1.3 tells the client only after its handshake is over).
+std::string ssl_failure(SSL* ssl) {
+  std::string d = ssl_errors();
+  if (ssl && !SSL_get_certificate(ssl) &&
+      (d.find("alert bad certificate") != std::string::npos || d.find("alert certificate required") != std::string::npos))
+    d += " (the broker wants a client certificate: give --tls-cert FILE)";
+  return d;
+}
+
 bool is_ip_literal(const std::string& host) {
   in6_addr a6;
   in_addr a4;
@@ -130,7 +140,7 @@ Link::Io Link::handshake(std::string& error) {
             "--tls-server-name NAME, or skip the check with --tls-insecure";
     return Io::Failed;
   }
-  std::string detail = ssl_errors();
+  std::string detail = ssl_failure(ssl_);
   if (detail.empty()) detail = e == SSL_ERROR_SYSCALL ? (errno ? strerror(errno) : "the broker closed the connection") : "error " + std::to_string(e);
   error = "TLS handshake failed: " + detail + " (is it a TLS listener?)";
   return Io::Failed;
@@ -164,7 +174,7 @@ Link::Io Link::read(uint8_t* buf, size_t cap, size_t& n, std::string& error) {
       error = std::string("connection error: ") + strerror(errno);
       return Io::Failed;
     default: {
-      std::string d = ssl_errors();
+      std::string d = ssl_failure(ssl_);
       // A peer that closes without close_notify, as Kafka brokers do.
       if (d.find("unexpected eof") != std::string::npos) return Io::Closed;
       error = "TLS error: " + d;
@@ -193,7 +203,7 @@ Link::Io Link::write(const uint8_t* p, size_t len, size_t& n, std::string& error
     retry_len_ = want;
     return e == SSL_ERROR_WANT_READ ? Io::WantRead : Io::WantWrite;
   }
-  std::string d = ssl_errors();
+  std::string d = ssl_failure(ssl_);
   error = "TLS write failed: " + (d.empty() ? std::string(strerror(errno)) : d);
   return Io::Failed;
 }

@@ -58,6 +58,12 @@
 #               its secrets blocks) against a fresh SASL_SSL broker, --tls-ca and
 #               --sasl-scram-256: exit 0, 0 regressions, every SaslAuthenticate the same;
 #               a wrong password, and no --tls-ca, each exit 2 naming the reason.
+#   tls-mtls-oauth captures/demo.pcapng (plaintext, no login) against a SASL_SSL listener
+#               that requires a client certificate (made at test time, signed by the
+#               broker's test CA) and logs in with OAUTHBEARER (Kafka's unsecured JWS
+#               validator): --tls-cert/--tls-key and --sasl-oauthbearer @FILE: exit 0, 0
+#               regressions, every session logs in first; without --tls-cert, and with an
+#               expired token, each exit 2 naming the reason.
 #
 # Needs Java 17 and Maven (the broker), python3. Missing prerequisites fail the test.
 set -euo pipefail
@@ -435,6 +441,41 @@ tls-scram)
     (( RC == 2 )) || fail "an unknown CA: exit status $RC, expected 2"
     grep -q "certificate does not verify (self-signed certificate in certificate chain)" "$WORK/replay.out" \
         || fail "an unknown CA: the reason is not given"
+    note "ok"
+    ;;
+tls-mtls-oauth)
+    KWIRE_BROKER_SSL=1 start_broker "listener.name.sasl_ssl.ssl.client.auth=required" \
+        "sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512,PLAIN,OAUTHBEARER" \
+        "listener.name.sasl_ssl.sasl.enabled.mechanisms=OAUTHBEARER" \
+        "listener.name.sasl_ssl.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;"
+    PORT=$SASL_SSL_PORT
+    ca_dir=$(dirname "$TLS_CA_PEM")
+    openssl req -new -newkey rsa:2048 -nodes -subj "/CN=kwire-replay" -keyout "$WORK/client.key" \
+        -out "$WORK/client.csr" 2>/dev/null
+    openssl x509 -req -sha256 -days 1 -in "$WORK/client.csr" -CA "$TLS_CA_PEM" -CAkey "$ca_dir/ca.key" \
+        -set_serial "0x$(openssl rand -hex 8)" -out "$WORK/client.pem" 2>/dev/null
+    # An unsecured JWS (alg none) with the claims the broker's default validator checks.
+    jws() { python3 -c 'import base64,json,sys,time
+b=lambda o: base64.urlsafe_b64encode(json.dumps(o).encode()).rstrip(b"=").decode()
+t=int(time.time()); d=int(sys.argv[1])
+print(b({"alg":"none"}) + "." + b({"sub":"alice","iat":min(t,t+d)-60,"exp":t+d}) + ".")' "$1"; }
+    jws 3600 >"$WORK/token"
+    cap=$REPO/captures/demo.pcapng
+    replay -r "$cap" --setup -q --tls-ca "$TLS_CA_PEM" --tls-cert "$WORK/client.pem" --tls-key "$WORK/client.key" \
+        --sasl-oauthbearer "@$WORK/token"
+    expect_clean
+    grep -q "OAUTHBEARER login to 127.0.0.1:$PORT: accepted" "$WORK/replay.out" || fail "no login note"
+    sessions=$(json "sum(1 for s in r['sessions'] if 'skipped' not in s)")
+    grep -q "^  $sessions sessions recorded without a SASL login log in with OAUTHBEARER first" "$WORK/replay.out" \
+        || fail "not every one of the $sessions sessions logs in first"
+    replay -r "$cap" -q --tls-ca "$TLS_CA_PEM" --sasl-oauthbearer "@$WORK/token"
+    (( RC == 2 )) || fail "no client certificate: exit status $RC, expected 2"
+    grep -q "alert bad certificate (the broker wants a client certificate: give --tls-cert FILE)" "$WORK/replay.out" \
+        || fail "no client certificate: the reason is not given"
+    replay -r "$cap" -q --tls-ca "$TLS_CA_PEM" --tls-cert "$WORK/client.pem" --tls-key "$WORK/client.key" \
+        --sasl-oauthbearer "$(jws -60)"
+    (( RC == 2 )) || fail "an expired token: exit status $RC, expected 2"
+    grep -q "SASL OAUTHBEARER: the broker rejected the token" "$WORK/replay.out" || fail "an expired token: no reason"
     note "ok"
     ;;
 maxbytes)
