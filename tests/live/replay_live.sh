@@ -549,10 +549,13 @@ for label, target in zip(args[0::2], args[1::2]):
     out = open(f"{work}/{label}.out").read()
     if rc == 124:
         bad.append(f"{label}: kwire replay did not finish within 300 s"); continue
-    r = json.load(open(f"{work}/{label}.json"))
-    s = r["summary"]
-    print(f"replay_live {case}: {label}: exit {rc}, {s['sent']} sent, {s['regressions']} regressions, "
-          f"{s['unanswered']} unanswered, {s['races']} races")
+    try:
+        r = json.load(open(f"{work}/{label}.json"))
+        s = r["summary"]
+    except (OSError, ValueError, KeyError) as e:
+        bad.append(f"{label}: exit status {rc}, no report ({e})"); continue
+    print(f"replay_live {case}: {label}: exit {rc}, {s.get('sent')} sent, {s.get('regressions')} regressions, "
+          f"{s.get('unanswered')} unanswered, {s.get('races')} races")
     # python-etm is one short session of 37 requests; the others send 53 to 113.
     least = 30 if label.endswith("python-etm") else 50
     suite = ET.parse(f"{work}/{label}.xml").getroot().find("testsuite")
