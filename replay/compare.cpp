@@ -144,6 +144,8 @@ const std::vector<HostConfig>& host_configs() {
       {"log.dirs", false, "paths on the target's host"},
       {"log.dir", false, "paths on the target's host"},
       {"metadata.log.dir", false, "paths on the target's host"},
+      {"ssl.keystore.location", false, "paths on the target's host"},
+      {"ssl.truststore.location", false, "paths on the target's host"},
   };
   return v;
 }
@@ -250,8 +252,8 @@ bool endpoints_match(std::string_view recorded, std::string_view live, const End
   return true;
 }
 
-void controller_ports(const std::map<std::string, std::string>& recorded_configs,
-                      const std::map<std::string, std::string>& live_configs, std::map<uint16_t, uint16_t>& ports) {
+void listener_ports(const std::map<std::string, std::string>& recorded_configs,
+                    const std::map<std::string, std::string>& live_configs, std::map<uint16_t, uint16_t>& ports) {
   auto listeners = [](const std::map<std::string, std::string>& configs) {
     std::map<std::string, int> by_name;   // "CONTROLLER" -> port
     auto it = configs.find("listeners");
@@ -261,27 +263,14 @@ void controller_ports(const std::map<std::string, std::string>& recorded_configs
     return by_name;
   };
   const auto rec = listeners(recorded_configs), live = listeners(live_configs);
-  std::set<std::string> names;
-  if (auto it = recorded_configs.find("controller.listener.names"); it != recorded_configs.end()) {
-    size_t start = 0;
-    const std::string& v = it->second;
-    while (start <= v.size()) {
-      size_t end = v.find(',', start);
-      if (end == std::string::npos) end = v.size();
-      if (end > start) names.insert(v.substr(start, end - start));
-      start = end + 1;
-    }
-  } else if (auto adv = recorded_configs.find("advertised.listeners"); adv != recorded_configs.end()) {
-    std::set<std::string> advertised;
-    for (const auto& e : parse_endpoints(adv->second))
-      if (e.prefix.ends_with("://")) advertised.insert(e.prefix.substr(0, e.prefix.size() - 3));
-    for (const auto& [name, port] : rec)
-      if (!advertised.count(name)) names.insert(name);
-  }
-  for (const auto& name : names) {
-    auto r = rec.find(name), l = live.find(name);
-    if (r == rec.end() || l == live.end() || ports.count(static_cast<uint16_t>(r->second))) continue;
-    ports[static_cast<uint16_t>(r->second)] = static_cast<uint16_t>(l->second);
+  std::set<uint16_t> taken;   // live ports that already stand for a recorded address
+  for (const auto& [from, to] : ports) taken.insert(to);
+  for (const auto& [name, port] : rec) {
+    auto l = live.find(name);
+    const auto rp = static_cast<uint16_t>(port), lp = static_cast<uint16_t>(l == live.end() ? 0 : l->second);
+    if (l == live.end() || ports.count(rp) || taken.count(lp)) continue;
+    ports[rp] = lp;
+    taken.insert(lp);
   }
 }
 
@@ -629,7 +618,7 @@ class Walker {
         // of one of its synonyms.
         const uint32_t rres = result_of(rec_, r), lres = result_of(live_, l);
         std::map<uint16_t, uint16_t> ports = opts_.endpoints ? opts_.endpoints->ports() : std::map<uint16_t, uint16_t>{};
-        controller_ports(resource_configs(rec_, rres), resource_configs(live_, lres), ports);
+        listener_ports(resource_configs(rec_, rres), resource_configs(live_, lres), ports);
         static const EndpointMap none;
         if (!endpoints_match(rn.str(), live_.nodes[l].str(), opts_.endpoints ? *opts_.endpoints : none, ports))
           return false;  // compared as any value: a regression

@@ -132,15 +132,18 @@ std::string map_endpoints(std::string_view value, const EndpointMap& map, const 
 // own host in a config need not be how kwire was told to reach it).
 bool endpoints_match(std::string_view recorded, std::string_view live, const EndpointMap& map,
                      const std::map<uint16_t, uint16_t>& ports);
-// Controller listeners are not reachable through the Kafka protocol, so their
-// ports are not in the EndpointMap. With the recorded and the live answer of
-// one broker's DescribeConfigs: each controller listener (the names in
-// controller.listener.names; without it, the listeners that
-// advertised.listeners leaves out) maps its recorded port to the port the
-// live `listeners` gives the same name. `recorded_configs`/`live_configs`:
-// config name -> value of one resource. Adds to `ports`.
-void controller_ports(const std::map<std::string, std::string>& recorded_configs,
-                      const std::map<std::string, std::string>& live_configs, std::map<uint16_t, uint16_t>& ports);
+// The Kafka protocol reaches only the listeners the capture's clients used:
+// the ports of the others (the controller's, a PLAINTEXT listener next to the
+// SSL one the clients used) are not in the EndpointMap. With the recorded and
+// the live answer of one broker's DescribeConfigs: each listener of the
+// recorded `listeners` whose port `ports` does not map yet maps it to the
+// port the live `listeners` gives the same name, unless that live port
+// already stands for another recorded one (a target listener is the image of
+// one recorded address only). A listener the target lacks, or has renamed,
+// maps to nothing. `recorded_configs`/`live_configs`: config name -> value of
+// one resource. Adds to `ports`.
+void listener_ports(const std::map<std::string, std::string>& recorded_configs,
+                    const std::map<std::string, std::string>& live_configs, std::map<uint16_t, uint16_t>& ports);
 // Node endpoints of a Metadata or DescribeCluster answer: the recorded
 // broker with node id N maps to the live broker with node id N.
 void learn_node_endpoints(const ProgramSet& ps, const Frame& recorded, const Frame& live, EndpointMap& out);

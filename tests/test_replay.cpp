@@ -488,6 +488,39 @@ TEST(ReplayCompare, ConfigValuesThatDescribeTheHostAreNotRegressions) {
                 32, 4, o);
   ASSERT_EQ(d.size(), 3u);
   for (const auto& x : d) EXPECT_TRUE(x.ignored) << x.path << " " << x.replayed;
+  // A broker with SSL listeners, reached on SSL (recorded 42703, the target's 57561): its
+  // other listeners pair by name, and its key and trust stores are files on its host.
+  replay::EndpointMap ssl;
+  ssl.add("127.0.0.1:42703", "127.0.0.1:57561");
+  o.endpoints = &ssl;
+  auto ssl_broker = [](const std::string& plaintext, const std::string& controller, const std::string& tls,
+                       const std::string& sasl_ssl, const std::string& dir) {
+    const std::string l = "PLAINTEXT://127.0.0.1:" + plaintext + ",CONTROLLER://127.0.0.1:" + controller +
+                          ",SSL://127.0.0.1:" + tls + ",SASL_SSL://127.0.0.1:" + sasl_ssl;
+    return describe_configs_response({{"advertised.listeners", l},
+                                      {"listeners", l},
+                                      {"ssl.keystore.location", dir + "/tls/broker.keystore.p12"},
+                                      {"ssl.truststore.location", dir + "/tls/truststore.p12"},
+                                      {"ssl.keystore.type", "PKCS12"}});
+  };
+  d = diff(ssl_broker("38713", "59323", "42703", "55005", "/tmp/kwire-broker.ZD7mke"),
+           ssl_broker("33861", "33577", "57561", "44327", "/tmp/kwire-broker.2sytVj"), 32, 4, o);
+  ASSERT_EQ(d.size(), 4u);
+  for (const auto& x : d) EXPECT_TRUE(x.ignored) << x.path << " " << x.replayed;
+  // ... but not a SASL_SSL listener on the port the SSL one was reached at.
+  d = diff(ssl_broker("38713", "59323", "42703", "55005", "/tmp/a"), ssl_broker("33861", "33577", "44327", "57561", "/tmp/a"),
+           32, 4, o);
+  ASSERT_EQ(d.size(), 2u);
+  for (const auto& x : d) EXPECT_FALSE(x.ignored) << x.path << " " << x.replayed;
+  o.endpoints = &m;
+  d = diff(rec, describe_configs_response({{"listeners", "PLAINTEXT://127.0.0.1:44977,CONTROLLER://127.0.0.1:48071"},
+                                           {"controller.quorum.bootstrap.servers", "127.0.0.1:48071"},
+                                           {"controller.listener.names", "CONTROLLER"},
+                                           {"log.dirs", "/var/lib/kafka/data"},
+                                           {"num.partitions", "1"}}),
+           32, 4, o);
+  ASSERT_EQ(d.size(), 3u);
+  for (const auto& x : d) EXPECT_TRUE(x.ignored) << x.path << " " << x.replayed;
   // Another listener, or a changed default, is a real difference.
   d = diff(rec, describe_configs_response({{"listeners", "PLAINTEXT://127.0.0.1:44977,SSL://127.0.0.1:44978,"
                                                           "CONTROLLER://127.0.0.1:48071"},
@@ -1321,17 +1354,32 @@ TEST(ReplayEndpoints, RecordedAddressesMapToTheTargetsExactlyOrByPort) {
   two.add("10.0.0.2:9092", "127.0.0.1:1002");
   EXPECT_TRUE(two.ports().empty());
 
-  // Controller listeners: by name, from the listeners of both answers.
-  std::map<uint16_t, uint16_t> p;
-  replay::controller_ports({{"listeners", "PLAINTEXT://:53769,CONTROLLER://:35379"}, {"controller.listener.names", "CONTROLLER"}},
-                           {{"listeners", "PLAINTEXT://:44977,CONTROLLER://:48071"}}, p);
-  EXPECT_EQ(p, (std::map<uint16_t, uint16_t>{{35379, 48071}}));
-  // Without controller.listener.names: the listeners advertised.listeners leaves out.
+  // Listeners no connection of the capture reached (the controller's): by name, from the
+  // listeners of both answers; the one the sessions went to keeps its mapping.
+  std::map<uint16_t, uint16_t> p{{53769, 44977}};
+  replay::listener_ports({{"listeners", "PLAINTEXT://:53769,CONTROLLER://:35379"}, {"controller.listener.names", "CONTROLLER"}},
+                         {{"listeners", "PLAINTEXT://:44977,CONTROLLER://:48071"}}, p);
+  EXPECT_EQ(p, (std::map<uint16_t, uint16_t>{{53769, 44977}, {35379, 48071}}));
+  // A broker with four listeners, reached on its SSL one only (the recorded broker's
+  // SSL 42703 is the target's SSL 57561): PLAINTEXT, CONTROLLER and SASL_SSL by name.
+  p = {{42703, 57561}};
+  replay::listener_ports({{"listeners", "PLAINTEXT://127.0.0.1:38713,CONTROLLER://127.0.0.1:59323,"
+                                        "SSL://127.0.0.1:42703,SASL_SSL://127.0.0.1:55005"}},
+                         {{"listeners", "PLAINTEXT://127.0.0.1:33861,CONTROLLER://127.0.0.1:33577,"
+                                        "SSL://127.0.0.1:57561,SASL_SSL://127.0.0.1:44327"}},
+                         p);
+  EXPECT_EQ(p, (std::map<uint16_t, uint16_t>{{38713, 33861}, {59323, 33577}, {42703, 57561}, {55005, 44327}}));
+  // A name the target lacks maps to nothing; a target port that already stands for
+  // another recorded address is not taken again (the sessions went to 53770, which the
+  // target's PLAINTEXT 44977 stands for: the recorded PLAINTEXT 53769 is another).
+  p = {{53770, 44977}};
+  replay::listener_ports({{"listeners", "PLAINTEXT://:53769,INTERNAL://:35000,CONTROLLER://:35379"}},
+                         {{"listeners", "PLAINTEXT://:44977,EXTERNAL://:45000,CONTROLLER://:48071"}}, p);
+  EXPECT_EQ(p, (std::map<uint16_t, uint16_t>{{53770, 44977}, {35379, 48071}}));
+  // Without `listeners` in either answer: nothing to pair.
   p.clear();
-  replay::controller_ports({{"listeners", "PLAINTEXT://:53769,CONTROLLER://:35379"},
-                            {"advertised.listeners", "PLAINTEXT://localhost:53769"}},
-                           {{"listeners", "PLAINTEXT://:1,CONTROLLER://:2"}}, p);
-  EXPECT_EQ(p, (std::map<uint16_t, uint16_t>{{35379, 2}}));
+  replay::listener_ports({{"advertised.listeners", "PLAINTEXT://localhost:53769"}}, {{"listeners", "PLAINTEXT://:1"}}, p);
+  EXPECT_TRUE(p.empty());
 }
 
 TEST(ReplayEndpoints, NodeEndpointsOfMetadataPairByNodeId) {

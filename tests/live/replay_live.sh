@@ -58,6 +58,16 @@
 #               its secrets blocks) against a fresh SASL_SSL broker, --tls-ca and
 #               --sasl-scram-256: exit 0, 0 regressions, every SaslAuthenticate the same;
 #               a wrong password, and no --tls-ca, each exit 2 naming the reason.
+#   tls-clean   the captures of scenario tls, in the order they were recorded, over TLS
+#               (--tls-ca) against two SSL brokers configured as theirs was (started together):
+#               streams-tls13 and tls12 on the SSL listener in recorded timing on one broker;
+#               the same and scram (SASL_SSL, SCRAM-SHA-256) in fast timing on the other, at
+#               once; each exits 0 with 0 regressions and 0 unanswered.
+#   tls-python-clean  the captures of scenario tls-python the same way, in recorded timing on
+#               one broker and fast on the other: python-tls13 and python-tls12-cbc on the SSL
+#               listener of brokers whose JSSE updates its TLS 1.3 keys every 16 KiB (as
+#               recorded), python-etm through testbed/other-clients/etm_relay.py (the OpenSSL
+#               TLS 1.2 endpoint it was recorded through) in front of the PLAINTEXT listener.
 #   tls-mtls-oauth captures/demo.pcapng (plaintext, no login) against a SASL_SSL listener
 #               that requires a client certificate (made at test time, signed by the
 #               broker's test CA) and logs in with OAUTHBEARER (Kafka's unsecured JWS
@@ -86,10 +96,13 @@ WORK=$(mktemp -d /tmp/kwire-replay-live.XXXXXX)
 BROKER_SH=
 BROKER_SH2=
 BG=
+RELAYS=()
 cleanup() {
     local rc=$?
     trap - EXIT
     [[ -n $BG ]] && kill "$BG" 2>/dev/null
+    local relay
+    for relay in "${RELAYS[@]}"; do stop_pid "$relay" TERM 5; done
     if [[ -n $BROKER_SH ]]; then stop_pid "$BROKER_SH" TERM 40; fi
     if [[ -n $BROKER_SH2 ]]; then stop_pid "$BROKER_SH2" TERM 40; fi
     if (( rc != 0 )); then
@@ -141,6 +154,8 @@ start_two_brokers() {
     [[ -f $WORK/broker1.env && -f $WORK/broker2.env ]] || fail "the brokers were not ready after 120 s"
     source "$WORK/broker2.env"
     PORT2=$BROKER_PORT
+    # With KWIRE_BROKER_SSL=1 each broker has its own listeners and CA.
+    SSL_PORT2=${SSL_PORT:-} SASL_SSL_PORT2=${SASL_SSL_PORT:-} TLS_CA_PEM2=${TLS_CA_PEM:-}
     source "$WORK/broker1.env"
     PORT=$BROKER_PORT
     note "brokers on 127.0.0.1:$PORT and 127.0.0.1:$PORT2 (ready $SECONDS s into the test)"
@@ -441,6 +456,134 @@ tls-scram)
     (( RC == 2 )) || fail "an unknown CA: exit status $RC, expected 2"
     grep -q "certificate does not verify (self-signed certificate in certificate chain)" "$WORK/replay.out" \
         || fail "an unknown CA: the reason is not given"
+    note "ok"
+    ;;
+tls-clean|tls-python-clean)
+    # The TLS captures (captures/tls, -secrets: key logs from their secrets blocks), against
+    # two brokers configured as the one they were recorded against (captures/MANIFEST.md,
+    # testbed/scenario tls and tls-python), over TLS: recorded timing on the first broker,
+    # fast on the second, both at once. One broker served all captures of a scenario, one
+    # after another, so each replays them in the same order: a capture finds what the
+    # earlier ones left (topics, __consumer_offsets, groups), as it did when recorded.
+    if [[ $CASE == tls-clean ]]; then
+        KWIRE_BROKER_SSL=1 start_two_brokers "group.consumer.min.heartbeat.interval.ms=1000" \
+            "group.consumer.heartbeat.interval.ms=2000"
+    else
+        printf '%s\n' "jdk.tls.keyLimits=AES/GCM/NoPadding KeyUpdate 2^14, ChaCha20-Poly1305 KeyUpdate 2^14" \
+            >"$WORK/keylimits.security"
+        KWIRE_BROKER_SSL=1 KWIRE_BROKER_JAVA_OPTS="-Djava.security.properties=$WORK/keylimits.security" start_two_brokers
+    fi
+    declare -A ssl=([1]=$SSL_PORT [2]=$SSL_PORT2) sasl=([1]=$SASL_SSL_PORT [2]=$SASL_SSL_PORT2) ca=([1]=$TLS_CA_PEM [2]=$TLS_CA_PEM2)
+    declare -A plain=([1]=$PORT [2]=$PORT2) relay=()
+    # tls_replay LABEL TIMING CAPTURE TARGET CA [ARGS...]: one replay, its output, reports
+    # and exit status in $WORK/LABEL.*.
+    tls_replay() {
+        local label=$1 timing=$2 cap=$3 target=$4 ca=$5 rc=0 t0=$SECONDS
+        shift 5
+        timeout --signal=TERM 300 "$KWIRE" replay --target "$target" -r "$REPO/captures/tls/$cap-secrets.pcapng" \
+            --setup -q --timing "$timing" --tls-ca "$ca" --report "$WORK/$label.json" --junit "$WORK/$label.xml" \
+            "$@" >"$WORK/$label.out" 2>&1 || rc=$?
+        echo "$rc" >"$WORK/$label.rc"
+        echo "$((SECONDS - t0))" >"$WORK/$label.s"
+    }
+    if [[ $CASE == tls-clean ]]; then
+        runs=(1:recorded:streams-tls13 1:recorded:tls12 2:fast:streams-tls13 2:fast:tls12 2:fast:scram)
+    else
+        # python-etm was recorded through an OpenSSL TLS 1.2 endpoint (encrypt_then_mac) in
+        # front of the PLAINTEXT listener, which rewrote the broker's advertised port to its
+        # own: that endpoint is the server the capture talked to, so it stands in front of
+        # each broker again, with the broker's certificate and the recorded cipher.
+        command -v python3 >/dev/null || fail "python3 not found"
+        for n in 1 2; do
+            relay[$n]=$(free_ports 1)
+            python3 "$REPO/testbed/other-clients/etm_relay.py" "${relay[$n]}" "${plain[$n]}" \
+                "$(dirname "${ca[$n]}")/broker.pem" "$(dirname "${ca[$n]}")/broker.key" ECDHE-RSA-AES256-SHA \
+                >"$WORK/relay$n.out" 2>&1 &
+            RELAYS+=($!)
+        done
+        for n in 1 2; do
+            for _ in $(seq 1 40); do grep -q '^relay: listening' "$WORK/relay$n.out" && break; sleep 0.25; done
+            grep -q '^relay: listening' "$WORK/relay$n.out" || { cat "$WORK/relay$n.out" >&2; fail "the TLS relay $n did not start"; }
+        done
+        runs=(1:recorded:python-tls13 1:recorded:python-tls12-cbc 1:recorded:python-etm
+              2:fast:python-tls13 2:fast:python-tls12-cbc 2:fast:python-etm)
+    fi
+    # One sequence per broker, the two at once.
+    t0=$SECONDS
+    pids=()
+    for n in 1 2; do
+        (
+            for run in "${runs[@]}"; do
+                IFS=: read -r b timing cap <<<"$run"
+                [[ $b == "$n" ]] || continue
+                case $cap in
+                scram) tls_replay "$timing-$cap" "$timing" "$cap" "127.0.0.1:${sasl[$n]}" "${ca[$n]}" \
+                           --sasl-scram-256 "$SCRAM_USER:$SCRAM_PASSWORD" ;;
+                python-etm) tls_replay "$timing-$cap" "$timing" "$cap" "127.0.0.1:${relay[$n]}" "${ca[$n]}" ;;
+                *) tls_replay "$timing-$cap" "$timing" "$cap" "127.0.0.1:${ssl[$n]}" "${ca[$n]}" ;;
+                esac
+            done
+        ) &
+        pids+=($!)
+    done
+    wait "${pids[@]}"
+    note "all replays done in $((SECONDS - t0)) s"
+    for run in "${runs[@]}"; do
+        IFS=: read -r b timing cap <<<"$run"
+        echo "--- $cap, $timing timing ($(cat "$WORK/$timing-$cap.s") s)"
+        cat "$WORK/$timing-$cap.out"
+    done
+    # Each replay as expect_clean checks one, all in one python3 (it starts slowly on a
+    # loaded machine): exit 0, 0 regressions, 0 unanswered, enough sent, no session skipped,
+    # the JUnit report without failures, the TLS note of its target.
+    checks=()
+    for run in "${runs[@]}"; do
+        IFS=: read -r b timing cap <<<"$run"
+        case $cap in
+        scram) target=127.0.0.1:${sasl[$b]} ;;
+        python-etm) target=127.0.0.1:${relay[$b]} ;;
+        *) target=127.0.0.1:${ssl[$b]} ;;
+        esac
+        checks+=("$timing-$cap" "$target")
+    done
+    python3 - "$WORK" "$CASE" "${checks[@]}" <<'PY' || fail "see above"
+import json, re, sys, xml.etree.ElementTree as ET
+work, case, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+bad = []
+for label, target in zip(args[0::2], args[1::2]):
+    rc = int(open(f"{work}/{label}.rc").read())
+    out = open(f"{work}/{label}.out").read()
+    if rc == 124:
+        bad.append(f"{label}: kwire replay did not finish within 300 s"); continue
+    try:
+        r = json.load(open(f"{work}/{label}.json"))
+        s = r["summary"]
+    except (OSError, ValueError, KeyError) as e:
+        bad.append(f"{label}: exit status {rc}, no report ({e})"); continue
+    print(f"replay_live {case}: {label}: exit {rc}, {s.get('sent')} sent, {s.get('regressions')} regressions, "
+          f"{s.get('unanswered')} unanswered, {s.get('races')} races")
+    # python-etm is one short session of 37 requests; the others send 53 to 113.
+    least = 30 if label.endswith("python-etm") else 50
+    suite = ET.parse(f"{work}/{label}.xml").getroot().find("testsuite")
+    for ok, what in [(rc == 0, f"exit status {rc}, expected 0"),
+                     (s["regressions"] == 0, "regressions in the report"),
+                     (s["unanswered"] == 0, "unanswered requests in the report"),
+                     (s["sent"] > least, f"too few requests sent ({s['sent']})"),
+                     (int(suite.get("tests")) > 0 and int(suite.get("failures")) == 0, f"JUnit report {suite.attrib}"),
+                     (not [x for x in r["sessions"] if "skipped" in x],
+                      f"sessions skipped: {[(x['session'], x.get('skipped')) for x in r['sessions'] if 'skipped' in x]}"),
+                     (re.search(rf"TLS to {re.escape(target)}: TLSv1\.[23] .*certificate verified", out), f"no TLS note for {target}")]:
+        if not ok:
+            bad.append(f"{label}: {what}")
+    if label == "fast-scram" and sum(a["same"] for a in r["apis"] if a["api"].startswith("SaslAuthenticate")) != 14:
+        bad.append("fast-scram: the 14 SaslAuthenticate exchanges (7 logins) are not all the same")
+    # The relay's OpenSSL speaks TLS 1.2 with the one recorded cipher.
+    if label.endswith("python-etm") and f"TLS to {target}: TLSv1.2 ECDHE-RSA-AES256-SHA," not in out:
+        bad.append(f"{label}: not replayed over the relay's TLS 1.2 ECDHE-RSA-AES256-SHA")
+for b in bad:
+    print(f"replay_live {case}: FAIL: {b}", file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
     note "ok"
     ;;
 tls-mtls-oauth)
