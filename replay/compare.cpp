@@ -420,16 +420,28 @@ void sticky_lookahead(const ProgramSet& ps, const Frame& next, const std::string
   }
 }
 
-void count_recorded_asks(const ProgramSet& ps, const Frame& recorded, const std::string& member, StickyMemory& memory) {
-  if (!recorded.program || !recorded.body) return;
-  for (const auto& s : ask_fields()) {
-    if (s.api != recorded.program->api_name) continue;
-    for (uint32_t c : Children(recorded, recorded.body)) {
-      const Node& n = recorded.nodes[c];
-      if (n.desc != kDescUnknownTag && ps.field(n.desc).json_name == s.path.substr(5) && n.type == WireType::Bool && n.v.i)
-        ++memory.asks_left[member_key(member, s)];
-    }
+namespace {
+// Whether the response sets the ask field `s` (at the top of its body).
+bool asks(const ProgramSet& ps, const Frame& f, const StickyField& s) {
+  if (!f.program || !f.body || s.api != f.program->api_name) return false;
+  for (uint32_t c : Children(f, f.body)) {
+    const Node& n = f.nodes[c];
+    if (n.desc != kDescUnknownTag && n.type == WireType::Bool && ps.field(n.desc).json_name == s.path.substr(5))
+      return n.v.i != 0;
   }
+  return false;
+}
+}  // namespace
+
+void count_recorded_asks(const ProgramSet& ps, const Frame& recorded, const std::string& member, StickyMemory& memory) {
+  for (const auto& s : ask_fields())
+    if (asks(ps, recorded, s)) ++memory.asks_left[member_key(member, s)];
+}
+
+bool asks_alone(const ProgramSet& ps, const Frame& recorded, const Frame& live) {
+  for (const auto& s : ask_fields())
+    if (asks(ps, live, s) && !asks(ps, recorded, s)) return true;
+  return false;
 }
 
 std::string json_value(const ProgramSet& ps, const Frame& f, uint32_t i) {

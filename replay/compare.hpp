@@ -185,12 +185,15 @@ struct StickyMemory {
   // later, matching the previous value) differs in timing only.
   std::unordered_map<std::string, std::string> next;
   // Ask fields: recorded asks minus the target's so far, and the recorded
-  // asks from the current answer to the end of the member's session.
+  // asks not yet compared in the member's session (counted once needed).
   std::unordered_map<std::string, int> ask_balance, asks_left;
 };
 // Adds the asks of one recorded response of a member to memory.asks_left
-// (called for each of the member's responses before the first is compared).
+// (called for each of the member's responses after the one being compared,
+// the first time the target asks alone; until then no ask needs them).
 void count_recorded_asks(const ProgramSet& ps, const Frame& recorded, const std::string& member, StickyMemory& memory);
+// Whether `live` asks where `recorded` does not.
+bool asks_alone(const ProgramSet& ps, const Frame& recorded, const Frame& live);
 // Fills memory.next from the member's next recorded response of that api.
 void sticky_lookahead(const ProgramSet& ps, const Frame& next_recorded, const std::string& member,
                       StickyMemory& memory);

@@ -471,7 +471,7 @@ class Engine {
   Frame live_, recorded_resp_, recorded_req_, edited_;
   StickyMemory sticky_;
   std::unordered_map<int16_t, bool> sticky_apis_;
-  std::unordered_set<uint32_t> asks_counted_;  // sessions whose recorded asks are in sticky_.asks_left
+  std::unordered_set<uint32_t> asks_counted_;  // sessions whose recorded asks to come are in sticky_.asks_left
   CompareOptions cmp_;               // o_.compare, with the broker addresses learned so far
   EndpointMap endpoints_;            // recorded broker addresses -> the target's
   std::map<std::string, int64_t> admin_written_;  // topic -> when an admin write of the replay naming it was answered
@@ -1187,13 +1187,17 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
   }
   if (has_sticky(e.api_key)) {
     const std::string member = std::to_string(c.s->id);
-    if (asks_counted_.insert(c.s->id).second)
-      for (const Exchange& any : c.s->exchanges) {
+    if (!asks_counted_.count(c.s->id) && asks_alone(ps_, recorded_resp_, live_)) {
+      // Whether the capture makes that ask later: the recorded asks still to come.
+      asks_counted_.insert(c.s->id);
+      for (uint32_t k = f.exchange + 1; k < c.s->exchanges.size(); ++k) {
+        const Exchange& any = c.s->exchanges[k];
         if (!has_sticky(any.api_key) || any.response.empty()) continue;
         Frame probe;
         dec_.decode_response(any.response, any.api_key, any.api_version, probe);
         count_recorded_asks(ps_, probe, member, sticky_);
       }
+    }
     // What the capture shows at this member's next answer of the same api.
     sticky_.next.clear();
     for (uint32_t k = f.exchange + 1; k < c.s->exchanges.size(); ++k) {

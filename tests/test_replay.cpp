@@ -383,21 +383,32 @@ TEST(ReplayCompare, TopologyDescriptionRequiredIsASequenceOfAsksNotAHeartbeat) {
     return b.message();
   };
   // One member's session: the recorded answers and the target's, heartbeat by
-  // heartbeat; returns the flags of the differences found (true: ignored).
+  // heartbeat, as the replay engine compares them (the recorded asks still to
+  // come counted when the target first asks alone); returns the flags of the
+  // differences found (true: ignored).
   auto run = [&](std::vector<bool> recorded, std::vector<bool> live) {
     FrameDecoder d(ps());
     replay::StickyMemory m;
-    for (bool r : recorded) {
-      Frame f;
-      d.decode_response(beat(r), 88, 1, f);
-      replay::count_recorded_asks(ps(), f, "1", m);
-    }
+    bool counted = false;
     std::vector<bool> ignored;
-    for (size_t i = 0; i < recorded.size(); ++i)
+    for (size_t i = 0; i < recorded.size(); ++i) {
+      Frame r, l;
+      d.decode_response(beat(recorded[i]), 88, 1, r);
+      d.decode_response(beat(live[i]), 88, 1, l);
+      EXPECT_EQ(replay::asks_alone(ps(), r, l), live[i] && !recorded[i]);
+      if (!counted && replay::asks_alone(ps(), r, l)) {
+        counted = true;
+        for (size_t k = i + 1; k < recorded.size(); ++k) {
+          Frame later;
+          d.decode_response(beat(recorded[k]), 88, 1, later);
+          replay::count_recorded_asks(ps(), later, "1", m);
+        }
+      }
       for (const auto& diff : diff_with_memory(beat(recorded[i]), beat(live[i]), 88, 1, m)) {
         EXPECT_EQ(diff.path, "body.topologyDescriptionRequired");
         ignored.push_back(diff.ignored);
       }
+    }
     return ignored;
   };
   const bool T = true, F = false;
