@@ -763,12 +763,31 @@ def tls_ports(cap):
         capture_output=True, text=True).stdout.split()})
 
 
+def reused_ports_capture(path):
+    """Two connections on the same addresses and ports, one after the other:
+    the first turns to raw SASL tokens after a SaslHandshake v0, the second
+    is plain Kafka again."""
+    from kafka_pcap import Pcap, api_versions_v0_response, i16, i32, request, response, string
+    pcap = Pcap()
+    pcap.connection(50100, 40100, [
+        (True, request(17, 0, 1, string("PLAIN"))),                   # SaslHandshake v0
+        (False, response(1, i16(0) + i32(1) + string("PLAIN"))),      # NONE, mechanisms: PLAIN
+        (True, i32(10) + b"\x00user\x00pass"),                        # a raw SASL/PLAIN token
+    ])
+    pcap.connection(50100, 40100, [
+        (True, request(18, 0, 7, b"")),                               # ApiVersions v0
+        (False, api_versions_v0_response(7, [(17, 0, 1), (18, 0, 3)])),
+    ], isn=(700000, 900000))
+    pcap.write(path)
+
+
 def kwire_ids(m):
     """A message of kwire decode -T json by its frame, direction, api key,
-    version and correlation id, as tshark's fields write them."""
+    version and correlation id, as tshark's fields write them (a PDU that is
+    not Kafka, a raw SASL token, has none of the last three)."""
     api = m.get("apiKey")
     return (m["frame"], "0" if m["direction"] == "request" else "1", None if api is None else str(api),
-            None if api is None else str(m["apiVersion"]), str(m["correlationId"]))
+            None if api is None else str(m["apiVersion"]), None if m.get("notKafka") else str(m["correlationId"]))
 
 
 def message_ids(t):
@@ -872,6 +891,16 @@ def lua_tls_test():
             need(n == len(kw), f"{name} (two passes): kwire.lua shows {n} messages, kwire decode {len(kw)}")
             same_tree(name, "two passes", c.json(cap, ["-2"]), jl)
             plain += n
+        # A connection reusing the endpoints of an earlier one is a new one
+        # where tcp.stream says so (one pass; -2 has no tree in its first).
+        reused = os.path.join(lua.dir, "reused.pcap")
+        reused_ports_capture(reused)
+        kw = decode_json(reused)
+        pdus = ws_tree.pdus(run_json(lua, reused, []))
+        need([message_ids(t) for t in pdus] == [kwire_ids(k) for k in kw] and len(kw) == 5,
+             f"reused ports: kwire.lua shows {[message_ids(t) for t in pdus]}, kwire decode "
+             f"{[kwire_ids(k) for k in kw]}")
+        same_tree("reused ports", "one pass", c.json(reused), run_json(lua, reused, []))
         print(f"wireshark lua_tls: {len(names)} TLS captures, {total} messages in {runs} tshark runs, "
               f"{cmp.fields} fields of the C plugin as kwire decode; {plain} plaintext messages with -2 as the C "
               "plugin")
