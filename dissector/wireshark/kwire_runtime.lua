@@ -833,10 +833,9 @@ end
 -- ---- Connections ---------------------------------------------------------------
 
 local f_tcp_stream = Field.new("tcp.stream")
-local connections = {}     -- tcp.stream -> {server, pending, dead, sasl_raw}
+local connections = {}     -- connection_key() -> {server, stream, pending, dead, sasl_raw}
 local pdu_infos = {}       -- frame number -> list of what the first pass learnt, per PDU
 local known_brokers = {}   -- "address:port" of endpoints that answered Kafka requests
-local pdu_index = 0
 -- Group id -> whether its JoinGroup requests named protocol type "consumer",
 -- learnt on the first pass in packet order: a SyncGroup before v5 does not
 -- say. Forgotten wholesale when it gets large.
@@ -852,13 +851,46 @@ end
 
 local function endpoint(addr, port) return tostring(addr) .. ":" .. tostring(port) end
 
-local function stream_of() return f_tcp_stream().value end
+-- A connection is known by its two endpoints, which every pass has (pinfo).
+-- tcp.stream is not enough: a field extractor gives nothing when tshark
+-- dissects without a tree, as the first pass of `tshark -2` does; where it
+-- is there (one pass, Wireshark), it tells a connection that reuses the
+-- endpoints of an earlier one from that one.
+local function connection_key(pinfo)
+  local a, b = endpoint(pinfo.src, pinfo.src_port), endpoint(pinfo.dst, pinfo.dst_port)
+  if a < b then return a .. " " .. b end
+  return b .. " " .. a
+end
+
+local function tcp_stream()
+  local f = f_tcp_stream()
+  return f and f.value
+end
+
+local function connection_of(pinfo)
+  local c = connections[connection_key(pinfo)]
+  if c and not pinfo.visited and c.stream ~= nil then
+    local stream = tcp_stream()
+    if stream ~= nil and stream ~= c.stream then return nil end
+  end
+  return c
+end
 
 local function new_connection(pinfo, dst_is_server)
   local c = {server = dst_is_server and endpoint(pinfo.dst, pinfo.dst_port) or endpoint(pinfo.src, pinfo.src_port),
-             pending = {}, dead = {false, false}}
-  connections[stream_of()] = c
+             stream = tcp_stream(), pending = {}, dead = {false, false}}
+  connections[connection_key(pinfo)] = c
   return c
+end
+
+-- The PDUs kwire has dissected so far in this dissection of the frame, all
+-- calls counted: TLS calls kwire once per record, and one frame may carry
+-- several records, each ending a message. pinfo.private lasts one
+-- dissection of one frame.
+local function next_pdu_index(pinfo)
+  local n = (tonumber(pinfo.private.kwire_pdus) or 0) + 1
+  pinfo.private.kwire_pdus = tostring(n)
+  return n
 end
 
 local function plausible_request(tvb)
@@ -1003,9 +1035,9 @@ local function sync_group_hint(R)
 end
 
 local function dissect_pdu(tvb, pinfo, tree)
-  local c = connections[stream_of()]
+  local c = connection_of(pinfo)
   if not c then return 0 end
-  pdu_index = pdu_index + 1
+  local pdu_index = next_pdu_index(pinfo)
   local first_pass = not pinfo.visited
   local infos = pdu_infos[pinfo.number]
   if not infos then
@@ -1126,27 +1158,35 @@ local function dissect_pdu(tvb, pinfo, tree)
 end
 
 local function pdu_length(tvb, pinfo, offset)
+  -- Fewer than 4 bytes reach here only where nothing reassembles.
+  if tvb:len() - offset < 4 then return tvb:len() - offset end
   local size = tvb(offset, 4):int()
   if size < 0 or size > MAX_MESSAGE then return tvb:len() - offset end
   return size + 4
 end
 
-function kwire.dissector(tvb, pinfo, tree)
-  local c = connections[stream_of()]
+-- The heuristics below call this function itself, not kwire.dissector: read
+-- back, that is kwire's dissector handle, and a call through a handle is
+-- one more dissector layer, which takes the reassembly that TCP or TLS
+-- offers away (pinfo.can_desegment counts down per layer). Inside TLS every
+-- record comes through the heuristic, so a message spanning records would
+-- reach dissect_pdu cut.
+local function dissect(tvb, pinfo, tree)
+  local c = connection_of(pinfo)
   if not c then
     -- A port of tcp.port or tls.port (decrypted TLS) is the broker's.
     c = new_connection(pinfo, pinfo.dst_port == 9092 or pinfo.match_uint == pinfo.dst_port or
       known_brokers[endpoint(pinfo.dst, pinfo.dst_port)] ~= nil)
   end
-  pdu_index = 0
   dissect_tcp_pdus(tvb, tree, 4, pdu_length, dissect_pdu, true)
   return tvb:len()
 end
+kwire.dissector = dissect
 
 -- Any port: a connection is Kafka when its first bytes are a request kwire
 -- knows, or when it talks to a broker endpoint already seen answering.
 local function recognise(tvb, pinfo)
-  if not connections[stream_of()] then
+  if not connection_of(pinfo) then
     if not kwire.prefs.heuristic then return false end
     local dst_broker = known_brokers[endpoint(pinfo.dst, pinfo.dst_port)] ~= nil
     local src_broker = not dst_broker and known_brokers[endpoint(pinfo.src, pinfo.src_port)] ~= nil
@@ -1162,14 +1202,14 @@ end
 local function heuristic(tvb, pinfo, tree)
   if not recognise(tvb, pinfo) then return false end
   pinfo.conversation = kwire
-  kwire.dissector(tvb, pinfo, tree)
+  dissect(tvb, pinfo, tree)
   return true
 end
 
 -- Inside TLS (Wireshark decrypts with a key log): the TCP conversation stays TLS's.
 local function tls_heuristic(tvb, pinfo, tree)
   if not recognise(tvb, pinfo) then return false end
-  kwire.dissector(tvb, pinfo, tree)
+  dissect(tvb, pinfo, tree)
   return true
 end
 

@@ -60,9 +60,12 @@ class Pcap:
         cut = getattr(self, "caplen", None)
         self.packets.append((self.t, frame, len(frame) - len(data) + cut if cut is not None else len(frame)))
 
-    def connection(self, client_port, broker_port, exchanges, client=(10, 0, 0, 2), broker=(10, 0, 0, 1)):
-        """exchanges: list of (from_client: bool, bytes); each is one segment."""
-        cseq, bseq = 1000, 5000
+    def connection(self, client_port, broker_port, exchanges, client=(10, 0, 0, 2), broker=(10, 0, 0, 1),
+                   isn=(1000, 5000)):
+        """exchanges: list of (from_client: bool, bytes); each is one segment.
+        isn: the initial sequence numbers of client and broker (another pair
+        makes a second connection on the same ports a new one for TCP)."""
+        cseq, bseq = isn
         self._packet(client, broker, client_port, broker_port, cseq, 0, 0x02, b"")
         self._packet(broker, client, broker_port, client_port, bseq, cseq + 1, 0x12, b"")
         cseq += 1

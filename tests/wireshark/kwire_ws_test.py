@@ -3,7 +3,7 @@
 
   kwire_ws_test.py TEST --source DIR --kwire BIN --plugin SO [--lua LUA]
 
-TEST is one of: fields, captures, tls, filters, malformed, coexist, lua, overlay.
+TEST is one of: fields, captures, tls, filters, malformed, coexist, lua, lua_tls, overlay.
 """
 import argparse
 import glob
@@ -642,6 +642,29 @@ def coexist_test(**kw):
     return test
 
 
+def text_keys(v):
+    """Text items: the C plugin's JSON key is their label, Lua's "text"; the
+    labels themselves are compared in the -V output."""
+    if isinstance(v, list):
+        return [("text" if ws_tree.ARRAY.match(k) or ws_tree.NULL_ARRAY.match(k) or k == "_ws.lua.text" else k,
+                 text_keys(x)) for k, x in v]
+    return v
+
+
+def kwire_layers(packets):
+    out = []
+    for pkt in packets:
+        layers = dict(dict(pkt)["_source"])["layers"]
+        out.append([text_keys(v) for k, v in layers if k == "kwire"])
+    return out
+
+
+def without_time(layer):
+    """A packet's kwire layers without kwire.time: Lua has the capture time
+    only as a double, so the response time may differ in the last digit."""
+    return [[(k, v) for k, v in pdu if k != "kwire.time"] for pdu in layer]
+
+
 def lua_test():
     """kwire.lua against the C plugin (which the other tests hold to kwire
     decode): the same registered fields, and on every capture the same tree
@@ -656,21 +679,6 @@ def lua_test():
                           if x[0] == "F" and x[4] == "kwire")
         a, b = registered(c), registered(lua)
         need(a == b, f"C plugin and kwire.lua register different fields or types: {sorted(set(a) ^ set(b))[:20]}")
-
-        def text_keys(v):
-            # Text items: the C plugin's JSON key is their label, Lua's "text";
-            # the labels themselves are compared in the -V output.
-            if isinstance(v, list):
-                return [("text" if ws_tree.ARRAY.match(k) or ws_tree.NULL_ARRAY.match(k) or k == "_ws.lua.text" else k,
-                         text_keys(x)) for k, x in v]
-            return v
-
-        def kwire_layers(packets):
-            out = []
-            for pkt in packets:
-                layers = dict(dict(pkt)["_source"])["layers"]
-                out.append([text_keys(v) for k, v in layers if k == "kwire"])
-            return out
 
         def time_free(text):
             # Wireshark's own lines may differ: the response time (Lua has the
@@ -719,9 +727,8 @@ def lua_test():
             need(len(pc) == len(ws_tree.pdus(jl)), f"{name}: different message counts")
             for i, (x, y) in enumerate(zip(kwire_layers(jc), kwire_layers(jl))):
                 if x != y:
-                    drop = lambda layer: [[(k, v) for k, v in pdu if k != "kwire.time"] for pdu in layer]  # noqa: E731
-                    need(drop(x) == drop(y), f"{name} packet {i + 1}: C plugin and kwire.lua JSON differ:\n"
-                                             f"{str(x)[:1500]}\n{str(y)[:1500]}")
+                    need(without_time(x) == without_time(y), f"{name} packet {i + 1}: C plugin and kwire.lua JSON "
+                                                             f"differ:\n{str(x)[:1500]}\n{str(y)[:1500]}")
             vc = time_free(c.run(["-r", c.file(cap), "-V", "-Y", plain]).stdout.decode())
             vl = time_free(lua.run(["-r", lua.file(cap), "-V", "-Y", plain]).stdout.decode())
             diff = next(((i, p, q) for i, (p, q) in enumerate(zip(vc, vl)) if p != q), None)
@@ -743,6 +750,160 @@ def lua_test():
             print(f"{name}: {len(pc)} messages, kwire.lua identical to the C plugin ({len(vc)} lines of -V)")
             total += len(pc)
         print(f"wireshark lua: {total} messages identical to the C plugin (fields, -V tree, Info column)")
+    finally:
+        c.cleanup()
+        lua.cleanup()
+
+
+def tls_ports(cap):
+    """The server ports of a capture's TLS connections: where its ClientHellos go."""
+    import subprocess
+    return sorted({int(p) for p in subprocess.run(
+        ["tshark", "-n", "-r", cap, "-Y", "tls.handshake.type == 1", "-T", "fields", "-e", "tcp.dstport"],
+        capture_output=True, text=True).stdout.split()})
+
+
+def reused_ports_capture(path):
+    """Two connections on the same addresses and ports, one after the other:
+    the first turns to raw SASL tokens after a SaslHandshake v0, the second
+    is plain Kafka again."""
+    from kafka_pcap import Pcap, api_versions_v0_response, i16, i32, request, response, string
+    pcap = Pcap()
+    pcap.connection(50100, 40100, [
+        (True, request(17, 0, 1, string("PLAIN"))),                   # SaslHandshake v0
+        (False, response(1, i16(0) + i32(1) + string("PLAIN"))),      # NONE, mechanisms: PLAIN
+        (True, i32(10) + b"\x00user\x00pass"),                        # a raw SASL/PLAIN token
+    ])
+    pcap.connection(50100, 40100, [
+        (True, request(18, 0, 7, b"")),                               # ApiVersions v0
+        (False, api_versions_v0_response(7, [(17, 0, 1), (18, 0, 3)])),
+    ], isn=(700000, 900000))
+    pcap.write(path)
+
+
+def kwire_ids(m):
+    """A message of kwire decode -T json by its frame, direction, api key,
+    version and correlation id, as tshark's fields write them (a PDU that is
+    not Kafka, a raw SASL token, has none of the last three)."""
+    api = m.get("apiKey")
+    return (m["frame"], "0" if m["direction"] == "request" else "1", None if api is None else str(api),
+            None if api is None else str(m["apiVersion"]), None if m.get("notKafka") else str(m["correlationId"]))
+
+
+def message_ids(t):
+    """The same of a ws_tree PDU."""
+    g = t["generic"]
+    return (t["frame"], g.get("kwire.direction"), g.get("kwire.api_key"), g.get("kwire.api_version"),
+            g.get("kwire.correlation_id"))
+
+
+def lua_tls_test():
+    """kwire.lua inside TLS, in tshark's single pass and with -2 (whose first
+    pass dissects without a tree): on every capture of captures/tls/, decrypted
+    with its key log (kwire.lua found by its TLS heuristic, and on the TLS port
+    with -d tls.port==P,kwire) and with its secrets blocks, every message that
+    `kwire decode --tls-keylog` finds, field for field, none malformed, no Lua
+    error, and the same tree (-T json) as the C plugin's in the same mode. Then
+    the plaintext captures with -2, against the C plugin with -2 (one pass is
+    the lua test's)."""
+    c, lua = Tshark(plugin=args.plugin), Tshark(lua=args.lua)
+    try:
+        def run_json(ts, cap, extra):
+            p = ts.run(["-r", ts.file(cap), "-T", "json"] + list(extra))
+            need(b"Lua Error" not in p.stdout and b"Lua Error" not in p.stderr,
+                 f"{os.path.basename(cap)} {' '.join(extra)}: a Lua error: "
+                 f"{(p.stderr or p.stdout).decode(errors='replace')[-1500:]}")
+            return json.loads(p.stdout, object_pairs_hook=lambda pairs: pairs)
+
+        def compressed(v):
+            # A snappy, lz4 or zstd batch, which kwire.lua leaves undecoded (see lua_test).
+            if not isinstance(v, (list, tuple)):
+                return False
+            if len(v) == 2 and v[0] == "kwire.record_batch.attributes":
+                return int(v[1]) & 6 != 0
+            return any(compressed(x) for x in v)
+
+        def same_tree(name, what, jc, jl):
+            lc, ll = kwire_layers(jc), kwire_layers(jl)
+            need(len(lc) == len(ll), f"{name} ({what}): {len(lc)} packets from the C plugin, {len(ll)} from kwire.lua")
+            for i, (x, y) in enumerate(zip(lc, ll)):
+                if compressed(x):
+                    continue
+                need(x == y or without_time(x) == without_time(y),
+                     f"{name} ({what}) packet {i + 1}: C plugin and kwire.lua JSON differ:\n{str(x)[:1500]}\n"
+                     f"{str(y)[:1500]}")
+
+        capdir = os.path.join(args.source, "captures", "tls")
+        names = sorted(f[:-5] for f in os.listdir(capdir) if f.endswith(".keys"))
+        need(len(names) >= 6, f"captures/tls holds {len(names)} captures with key logs")
+        cmp = Comparison()
+        runs = total = 0
+        for name in names:
+            cap, keys = os.path.join(capdir, name + ".pcapng"), os.path.join(capdir, name + ".keys")
+            secrets = os.path.join(capdir, name + "-secrets.pcapng")
+            ports = tls_ports(cap)
+            need(ports, f"{name}: no TLS ClientHello")
+            # TLS itself on those ports (see tls_test).
+            tls = [a for p in ports for a in ("-d", f"tcp.port=={p},tls")]
+            on_port = [a for p in ports for a in ("-d", f"tls.port=={p},kwire")]
+            kw = decode_json(cap, ["--tls-keylog", keys])
+            need(kw, f"{name}: kwire decode --tls-keylog found no Kafka messages")
+            for passes in ([], ["-2"]):
+                mode = "two passes" if passes else "one pass"
+                # The C plugin in the same mode, field for field as kwire decode.
+                jc = c.json(cap, tls + ["-o", f"tls.keylog_file:{c.file(keys)}"] + passes)
+                reference = ws_tree.pdus(jc)
+                need(len(reference) == len(kw), f"{name} ({mode}): the C plugin shows {len(reference)} messages, "
+                                                f"kwire decode {len(kw)}")
+                before = len(cmp.mismatches)
+                for i, (k, t) in enumerate(zip(kw, reference)):
+                    cmp.message(f"{name} ({mode}) message {i + 1} (frame {t['frame']})", k, t)
+                need(len(cmp.mismatches) == before, f"{name} ({mode}): the C plugin differs from kwire decode:\n"
+                                                    + "\n".join(cmp.mismatches[before:][:20]))
+                self_check(kw, reference)
+                for how, extra, source in (
+                        ("heuristic", ["-o", f"tls.keylog_file:{lua.file(keys)}"], cap),
+                        ("tls.port", ["-o", f"tls.keylog_file:{lua.file(keys)}"] + on_port, cap),
+                        ("secrets blocks", [], secrets)):
+                    what = f"{mode}, {how}"
+                    jl = run_json(lua, source, tls + extra + passes)
+                    pdus = ws_tree.pdus(jl)
+                    need(len(pdus) == len(kw), f"{name} ({what}): kwire.lua shows {len(pdus)} messages, "
+                                               f"kwire decode --tls-keylog {len(kw)}")
+                    got, want = [message_ids(t) for t in pdus], [kwire_ids(k) for k in kw]
+                    diff = next(((i + 1, x, y) for i, (x, y) in enumerate(zip(want, got)) if x != y), None)
+                    need(diff is None, f"{name} ({what}): message {diff and diff[0]}: kwire decode "
+                                       f"{diff and diff[1]}, kwire.lua {diff and diff[2]} (frame, direction, api "
+                                       "key, version, correlation id)")
+                    bad = [(t["frame"], m) for t in pdus for k, m in t["expert"] if k == "kwire.malformed"]
+                    need(not bad, f"{name} ({what}): kwire.lua marks {len(bad)} messages malformed: {bad[:5]}")
+                    same_tree(name, what, jc, jl)
+                    runs += 1
+            print(f"{name}: {len(kw)} messages, kwire.lua as kwire decode and the C plugin in one pass and two, "
+                  f"by heuristic, on the TLS port and from secrets blocks")
+            total += len(kw)
+        plain = 0
+        for cap in sorted(glob.glob(os.path.join(args.source, "captures", "*.pcapng"))):
+            name = os.path.basename(cap)
+            kw = decode_json(cap)
+            jl = run_json(lua, cap, ["-2"])
+            n = len(ws_tree.pdus(jl))
+            need(n == len(kw), f"{name} (two passes): kwire.lua shows {n} messages, kwire decode {len(kw)}")
+            same_tree(name, "two passes", c.json(cap, ["-2"]), jl)
+            plain += n
+        # A connection reusing the endpoints of an earlier one is a new one
+        # where tcp.stream says so (one pass; -2 has no tree in its first).
+        reused = os.path.join(lua.dir, "reused.pcap")
+        reused_ports_capture(reused)
+        kw = decode_json(reused)
+        pdus = ws_tree.pdus(run_json(lua, reused, []))
+        need([message_ids(t) for t in pdus] == [kwire_ids(k) for k in kw] and len(kw) == 5,
+             f"reused ports: kwire.lua shows {[message_ids(t) for t in pdus]}, kwire decode "
+             f"{[kwire_ids(k) for k in kw]}")
+        same_tree("reused ports", "one pass", c.json(reused), run_json(lua, reused, []))
+        print(f"wireshark lua_tls: {len(names)} TLS captures, {total} messages in {runs} tshark runs, "
+              f"{cmp.fields} fields of the C plugin as kwire decode; {plain} plaintext messages with -2 as the C "
+              "plugin")
     finally:
         c.cleanup()
         lua.cleanup()
@@ -809,6 +970,7 @@ if __name__ == "__main__":
         "malformed": [lambda: malformed_test(plugin=args.plugin)()],
         "coexist": [lambda: coexist_test(plugin=args.plugin)()],
         "lua": [lua_test],
+        "lua_tls": [lua_tls_test],
         "overlay": [lambda: overlay_test(plugin=args.plugin)()],
     }
     need_test = tests.get(args.test)
