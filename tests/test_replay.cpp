@@ -524,14 +524,6 @@ TEST(ReplayCompare, ConfigValuesThatDescribeTheHostAreNotRegressions) {
   ASSERT_EQ(d.size(), 2u);
   for (const auto& x : d) EXPECT_FALSE(x.ignored) << x.path << " " << x.replayed;
   o.endpoints = &m;
-  d = diff(rec, describe_configs_response({{"listeners", "PLAINTEXT://127.0.0.1:44977,CONTROLLER://127.0.0.1:48071"},
-                                           {"controller.quorum.bootstrap.servers", "127.0.0.1:48071"},
-                                           {"controller.listener.names", "CONTROLLER"},
-                                           {"log.dirs", "/var/lib/kafka/data"},
-                                           {"num.partitions", "1"}}),
-           32, 4, o);
-  ASSERT_EQ(d.size(), 3u);
-  for (const auto& x : d) EXPECT_TRUE(x.ignored) << x.path << " " << x.replayed;
   // Another listener, or a changed default, is a real difference.
   d = diff(rec, describe_configs_response({{"listeners", "PLAINTEXT://127.0.0.1:44977,SSL://127.0.0.1:44978,"
                                                           "CONTROLLER://127.0.0.1:48071"},
