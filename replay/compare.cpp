@@ -401,8 +401,21 @@ std::string canonical_json(const ProgramSet& ps, const Frame& f, uint32_t i, std
 }  // namespace
 
 namespace {
-std::string member_key(const std::string& member, const StickyField& s) {
-  return member + '\x1f' + std::string(s.api) + '\x1f' + std::string(s.path);
+// The key of a member's sticky or ask field in StickyMemory.
+std::string member_key(std::string_view member, std::string_view api, std::string_view path) {
+  std::string key(member);
+  key += '\x1f';
+  key += api;
+  key += '\x1f';
+  key += path;
+  return key;
+}
+
+// Whether `list` names the field `path` ("body.x") of `api`.
+bool listed(const std::vector<StickyField>& list, std::string_view api, std::string_view path) {
+  for (const auto& s : list)
+    if (s.api == api && s.path == path) return true;
+  return false;
 }
 }  // namespace
 
@@ -413,7 +426,7 @@ void sticky_lookahead(const ProgramSet& ps, const Frame& next, const std::string
     std::string_view name = s.path.substr(5);  // after "body."
     for (uint32_t c : Children(next, next.body)) {
       if (next.nodes[c].desc == kDescUnknownTag || ps.field(next.nodes[c].desc).json_name != name) continue;
-      const std::string key = member_key(member, s);
+      const std::string key = member_key(member, s.api, s.path);
       if (next.nodes[c].is_null()) memory.next.erase(key);
       else memory.next[key] = canonical_json(ps, next, c, s.api);
     }
@@ -435,7 +448,7 @@ bool asks(const ProgramSet& ps, const Frame& f, const StickyField& s) {
 
 void count_recorded_asks(const ProgramSet& ps, const Frame& recorded, const std::string& member, StickyMemory& memory) {
   for (const auto& s : ask_fields())
-    if (asks(ps, recorded, s)) ++memory.asks_left[member_key(member, s)];
+    if (asks(ps, recorded, s)) ++memory.asks_left[member_key(member, s.api, s.path)];
 }
 
 bool asks_alone(const ProgramSet& ps, const Frame& recorded, const Frame& live) {
@@ -512,30 +525,16 @@ class Walker {
   // A field compared by effective value must be visited even when equal: it updates the memory.
   bool sticky_field(uint32_t c) const {
     if (!memory_ || rec_.nodes[c].parent != rec_.body) return false;
-    const std::string_view name = ps_.field(rec_.nodes[c].desc).json_name;
-    for (const auto* list : {&sticky_fields(), &ask_fields()})
-      for (const auto& s : *list)
-        if (s.api == api_ && s.path.substr(5) == name) return true;
-    return false;
+    const std::string path = "body." + std::string(ps_.field(rec_.nodes[c].desc).json_name);
+    return listed(sticky_fields(), api_, path) || listed(ask_fields(), api_, path);
   }
 
-  bool sticky() const {
-    if (!memory_) return false;
-    for (const auto& s : sticky_fields())
-      if (s.api == api_ && s.path == path_) return true;
-    return false;
-  }
-
-  bool ask() const {
-    if (!memory_) return false;
-    for (const auto& s : ask_fields())
-      if (s.api == api_ && s.path == path_) return true;
-    return false;
-  }
+  bool sticky() const { return memory_ && listed(sticky_fields(), api_, path_); }
+  bool ask() const { return memory_ && listed(ask_fields(), api_, path_); }
 
   // An ask field: asks on both sides are matched in order, not by heartbeat.
   void ask_node(const Node& rn, const Node& ln) {
-    const std::string key = member_ + '\x1f' + std::string(api_) + '\x1f' + path_;
+    const std::string key = member_key(member_, api_, path_);
     const bool a = rn.type == WireType::Bool && rn.v.i, b = ln.type == WireType::Bool && ln.v.i;
     int& balance = memory_->ask_balance[key];  // recorded asks minus the target's
     int& left = memory_->asks_left[key];       // recorded asks from this answer on
@@ -573,7 +572,7 @@ class Walker {
     }
     if (sticky()) {
       // Compared by effective value: null keeps the member's last one.
-      const std::string key = member_ + '\x1f' + std::string(api_) + '\x1f' + path_;
+      const std::string key = member_key(member_, api_, path_);
       std::string a, b;
       const std::string previous = memory_->recorded[key];
       if (!rn.is_null()) { a = canonical_json(ps_, rec_, r, api_); memory_->recorded[key] = a; } else a = memory_->recorded[key];

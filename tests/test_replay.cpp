@@ -479,13 +479,23 @@ std::vector<uint8_t> describe_configs_response(const std::vector<std::pair<std::
   return b.message();
 }
 
-TEST(ReplayCompare, ConfigValuesThatDescribeTheHostAreNotRegressions) {
+// Compare options with the default ignore rules, the capture's broker
+// address `recorded` mapped to the target's.
+struct MappedTarget {
+  replay::EndpointMap map;
   replay::CompareOptions o;
-  o.ignore = replay::default_ignore_rules();
+  MappedTarget(const std::string& recorded, const std::string& target) {
+    o.ignore = replay::default_ignore_rules();
+    map.add(recorded, target);
+    o.endpoints = &map;
+  }
+  MappedTarget(const MappedTarget&) = delete;
+};
+
+TEST(ReplayCompare, ConfigValuesThatDescribeTheHostAreNotRegressions) {
   // The capture's broker was 127.0.0.1:53769; the target is 127.0.0.1:44977.
-  replay::EndpointMap m;
-  m.add("127.0.0.1:53769", "127.0.0.1:44977");
-  o.endpoints = &m;
+  MappedTarget target("127.0.0.1:53769", "127.0.0.1:44977");
+  replay::CompareOptions& o = target.o;
   const auto rec = describe_configs_response({{"listeners", "PLAINTEXT://127.0.0.1:53769,CONTROLLER://127.0.0.1:35379"},
                                               {"controller.quorum.bootstrap.servers", "127.0.0.1:35379"},
                                               {"controller.listener.names", "CONTROLLER"},
@@ -501,9 +511,7 @@ TEST(ReplayCompare, ConfigValuesThatDescribeTheHostAreNotRegressions) {
   for (const auto& x : d) EXPECT_TRUE(x.ignored) << x.path << " " << x.replayed;
   // A broker with SSL listeners, reached on SSL (recorded 42703, the target's 57561): its
   // other listeners pair by name, and its key and trust stores are files on its host.
-  replay::EndpointMap ssl;
-  ssl.add("127.0.0.1:42703", "127.0.0.1:57561");
-  o.endpoints = &ssl;
+  MappedTarget ssl("127.0.0.1:42703", "127.0.0.1:57561");
   auto ssl_broker = [](const std::string& plaintext, const std::string& controller, const std::string& tls,
                        const std::string& sasl_ssl, const std::string& dir) {
     const std::string l = "PLAINTEXT://127.0.0.1:" + plaintext + ",CONTROLLER://127.0.0.1:" + controller +
@@ -515,15 +523,14 @@ TEST(ReplayCompare, ConfigValuesThatDescribeTheHostAreNotRegressions) {
                                       {"ssl.keystore.type", "PKCS12"}});
   };
   d = diff(ssl_broker("38713", "59323", "42703", "55005", "/tmp/kwire-broker.ZD7mke"),
-           ssl_broker("33861", "33577", "57561", "44327", "/tmp/kwire-broker.2sytVj"), 32, 4, o);
+           ssl_broker("33861", "33577", "57561", "44327", "/tmp/kwire-broker.2sytVj"), 32, 4, ssl.o);
   ASSERT_EQ(d.size(), 4u);
   for (const auto& x : d) EXPECT_TRUE(x.ignored) << x.path << " " << x.replayed;
   // ... but not a SASL_SSL listener on the port the SSL one was reached at.
   d = diff(ssl_broker("38713", "59323", "42703", "55005", "/tmp/a"), ssl_broker("33861", "33577", "44327", "57561", "/tmp/a"),
-           32, 4, o);
+           32, 4, ssl.o);
   ASSERT_EQ(d.size(), 2u);
   for (const auto& x : d) EXPECT_FALSE(x.ignored) << x.path << " " << x.replayed;
-  o.endpoints = &m;
   // Another listener, or a changed default, is a real difference.
   d = diff(rec, describe_configs_response({{"listeners", "PLAINTEXT://127.0.0.1:44977,SSL://127.0.0.1:44978,"
                                                           "CONTROLLER://127.0.0.1:48071"},
@@ -565,11 +572,8 @@ TEST(ReplayCompare, ConfigValuesThatDescribeTheHostAreNotRegressions) {
 }
 
 TEST(ReplayCompare, ConfigSynonymsThatDescribeTheHostMapLikeTheirConfigs) {
-  replay::CompareOptions o;
-  o.ignore = replay::default_ignore_rules();
-  replay::EndpointMap m;
-  m.add("127.0.0.1:40419", "127.0.0.1:51991");
-  o.endpoints = &m;
+  MappedTarget target("127.0.0.1:40419", "127.0.0.1:51991");
+  const replay::CompareOptions& o = target.o;
   // The controller's port (42843 recorded, 44385 live) is known from the
   // broker's own listeners and controller.listener.names, which the synonyms
   // of a config do not carry.
