@@ -23,6 +23,9 @@
 #include <epan/prefs.h>
 #include <epan/proto.h>
 #include <epan/proto_data.h>
+#include <epan/srt_table.h>
+#include <epan/stats_tree.h>
+#include <epan/tap.h>
 #include <wsutil/report_message.h>
 #include <ws_version.h>
 
@@ -63,7 +66,9 @@ namespace {
 constexpr uint32_t kMaxMessage = 256u << 20;  // as `kwire decode`
 
 int proto_kwire = -1;
+int kwire_tap = -1;
 dissector_handle_t kwire_handle;
+dissector_handle_t tls_handle;
 
 // Generic fields.
 int hf_length = -1, hf_api_key = -1, hf_api_version = -1, hf_correlation_id = -1, hf_direction = -1,
@@ -121,6 +126,27 @@ struct Pending {
   nstime_t ts;
 };
 
+// What kwire's tap carries for each PDU to Wireshark's statistics (the SRT
+// table and the stats tree): plain values in pinfo->pool, which lives until
+// the taps have run.
+struct TapPdu {
+  bool request = true;
+  bool matched = false;        // a response whose request is in the capture
+  bool unmatched = false;      // a response whose request is not
+  bool malformed = false;
+  const char* not_kafka = nullptr;   // why, for a PDU that is not Kafka
+  int16_t api_key = -1, api_version = -1;
+  nstime_t request_ts{};       // a matched response's request
+  const char* client_id = nullptr;   // a request's, null when null on the wire
+  // The error codes of the message (not of payloads nested in bytes
+  // fields), by where they sit: the body's own, a partition's (inside an
+  // array whose spec name has "Partition"), and any other entry's (topic,
+  // group, member, resource...).
+  enum Level : uint8_t { kTop, kPartition, kEntry, kLevels };
+  const int16_t* errors[kLevels] = {};
+  uint32_t error_count[kLevels] = {};
+};
+
 // Per TCP connection (conversation data).
 struct Connection {
   address server_addr{};
@@ -134,8 +160,11 @@ struct Connection {
 // Objects that live as long as the capture file; freed by the cleanup routine.
 std::deque<PduInfo> pdu_infos;
 std::vector<std::unique_ptr<Connection>> connections;
+// Endpoints seen answering Kafka requests, on plain TCP ([0]) and inside
+// TLS ([1]) apart: a broker port learnt from decrypted TLS is a TLS port, and
+// its next connections belong to Wireshark's TLS dissector first.
 struct Endpoint { address addr; uint32_t port; };
-std::vector<Endpoint> known_brokers;   // endpoints seen answering Kafka requests
+std::vector<Endpoint> known_brokers[2];
 // Which groups are consumer groups, learnt on the first pass in packet
 // order, as `kwire decode` learns it.
 GroupProtocols group_protocols;
@@ -148,12 +177,16 @@ Frame& scratch_frame() {
 void reset_capture_state() {
   pdu_infos.clear();
   connections.clear();
-  known_brokers.clear();   // addresses live in wmem_file_scope, which goes too
+  for (auto& k : known_brokers) k.clear();   // addresses live in wmem_file_scope, which goes too
   group_protocols.clear();
 }
 
-bool is_known_broker(const address* a, uint32_t port) {
-  for (const auto& e : known_brokers)
+// Whether this call of kwire is on data that Wireshark's TLS dissector
+// decrypted.
+bool inside_tls(packet_info* pinfo) { return proto_is_frame_protocol(pinfo->layers, "tls"); }
+
+bool is_known_broker(packet_info* pinfo, const address* a, uint32_t port) {
+  for (const auto& e : known_brokers[inside_tls(pinfo) ? 1 : 0])
     if (e.port == port && addresses_equal(&e.addr, a)) return true;
   return false;
 }
@@ -410,7 +443,7 @@ Connection* new_connection(packet_info* pinfo, bool dst_is_server) {
   conversation_add_proto_data(conv, proto_kwire, c);
   // Inside TLS the TCP conversation stays TLS's: its dissector decrypts and
   // hands kwire the application data.
-  if (!proto_is_frame_protocol(pinfo->layers, "tls")) conversation_set_dissector(conv, kwire_handle);
+  if (!inside_tls(pinfo)) conversation_set_dissector(conv, kwire_handle);
   return c;
 }
 
@@ -489,6 +522,189 @@ void classify(Connection& c, packet_info* pinfo, tvbuff_t* tvb, PduInfo& info, b
   c.pending.erase(c.pending.begin(), it + 1);
 }
 
+// ---- Statistics ---------------------------------------------------------------
+
+// Where an error code node sits (TapPdu::Level): a child of the body, inside
+// a partition's entry, or inside another entry.
+TapPdu::Level error_level(const Frame& f, const ProgramSet& programs_now, const Node& n) {
+  if (n.parent == f.body) return TapPdu::kTop;
+  for (uint32_t i = n.parent; i != f.body && i < f.nodes.size(); i = f.nodes[i].parent) {
+    const Node& up = f.nodes[i];
+    if (up.type == WireType::Array && !(up.flags & kElement) &&
+        programs_now.field(up.desc).name.find("Partition") != std::string_view::npos)
+      return TapPdu::kPartition;
+    if (up.parent == i) break;
+  }
+  return TapPdu::kEntry;
+}
+
+// The message's error code nodes, in wire order; not those of payloads
+// nested in bytes fields or of record batches (`kwire decode --errors`'s).
+template <class Visit>
+void for_each_error_code(const Frame& f, const ProgramSet& programs_now, Visit&& visit) {
+  if (!f.program || !f.body || f.body >= f.nodes.size()) return;
+  for (uint32_t i = f.body + 1; i < f.nodes[f.body].end && i < f.nodes.size();) {
+    const Node& n = f.nodes[i];
+    if (n.type == WireType::Records || (n.flags & kNested)) { i = std::max(n.end, i + 1); continue; }
+    if (n.type == WireType::Int16 && !(n.flags & kElement) && !n.is_null() &&
+        (programs_now.op(n.desc).flags & kErrorCode))
+      visit(error_level(f, programs_now, n), static_cast<int16_t>(n.v.i));
+    ++i;
+  }
+}
+
+// The tap record of a decoded PDU, in pinfo->pool.
+TapPdu* tap_record(packet_info* pinfo, const Frame& f, const ProgramSet& programs_now, const PduInfo& info) {
+  auto* t = wmem_new0(pinfo->pool, TapPdu);
+  t->request = info.request;
+  t->not_kafka = info.not_kafka ? (info.note ? info.note : "not Kafka") : nullptr;
+  t->unmatched = !info.request && info.unmatched;
+  t->matched = !info.request && !info.unmatched && !info.not_kafka && info.peer_frame != 0;
+  t->malformed = !info.not_kafka && !f.errors.empty();
+  t->api_key = info.request ? f.api_key : info.api_key;
+  t->api_version = info.request ? f.api_version : info.api_version;
+  t->request_ts = info.request_ts;
+  if (info.request && !info.not_kafka && !f.nodes.empty()) {
+    const Node* id = find_field(f, programs_now, 0, "ClientId");
+    if (id && !id->is_null()) t->client_id = utf8_string(pinfo->pool, id->str());
+  }
+  if (info.not_kafka) return t;
+  uint32_t count[TapPdu::kLevels] = {};
+  for_each_error_code(f, programs_now, [&](TapPdu::Level l, int16_t) { ++count[l]; });
+  int16_t* out[TapPdu::kLevels];
+  for (int l = 0; l < TapPdu::kLevels; ++l) {
+    out[l] = count[l] ? static_cast<int16_t*>(wmem_alloc(pinfo->pool, count[l] * sizeof(int16_t))) : nullptr;
+    t->errors[l] = out[l];
+  }
+  for_each_error_code(f, programs_now, [&](TapPdu::Level l, int16_t code) { out[l][t->error_count[l]++] = code; });
+  return t;
+}
+
+// The name of an API key as the stats show it: Kafka's, or "api N" in `buf`.
+const char* api_label(int16_t api_key, char (&buf)[24]) {
+  for (const GenValue* v = kGenApiNames; v && v->name; ++v)
+    if (v->value == api_key) return v->name;
+  snprintf(buf, sizeof buf, "api %d", api_key);
+  return buf;
+}
+
+// Statistics > Service Response Time > kwire (tshark -z kwire,srt): the time
+// from a request to its response, per API (rows indexed by api key) and per
+// API and version (a row for each version up to the newest the specs know,
+// numbered in api key and version order). Rows without exchanges are not
+// shown.
+constexpr int kSrtVersions = 64;
+std::vector<int> srt_version_row;   // api_key * kSrtVersions + version -> row, or -1
+
+void srt_init(struct register_srt*, GArray* srt_array) {
+  int apis = 0;
+  for (const GenValue* v = kGenApiNames; v && v->name; ++v) apis = std::max(apis, static_cast<int>(v->value) + 1);
+  srt_version_row.assign(static_cast<size_t>(apis) * kSrtVersions, -1);
+  int rows = 0;
+  for (int k = 0; k < apis; ++k) {
+    auto versions = ps().versions(static_cast<int16_t>(k), Direction::Request);
+    int newest = versions.empty() ? -1 : versions.back()->version;
+    for (int v = 0; v <= newest && v < kSrtVersions; ++v) srt_version_row[static_cast<size_t>(k * kSrtVersions + v)] = rows++;
+  }
+  srt_stat_table* by_api =
+      init_srt_table("Kafka requests by API", "By API", srt_array, apis, "API", "kwire.api_key", nullptr);
+  srt_stat_table* by_version = init_srt_table("Kafka requests by API and version", "By API and version", srt_array,
+                                              std::max(rows, 1), "API and version", nullptr, nullptr);
+  char name[96];
+  for (int k = 0; k < apis; ++k) {
+    char buf[24];
+    const char* api = api_label(static_cast<int16_t>(k), buf);
+    init_srt_table_row(by_api, k, api);
+    for (int v = 0; v < kSrtVersions; ++v) {
+      int row = srt_version_row[static_cast<size_t>(k * kSrtVersions + v)];
+      if (row < 0) continue;
+      snprintf(name, sizeof name, "%s v%d", api, v);
+      init_srt_table_row(by_version, row, name);
+    }
+  }
+}
+
+tap_packet_status srt_packet(void* pss, packet_info* pinfo, epan_dissect_t*, const void* prv, tap_flags_t) {
+  const auto* t = static_cast<const TapPdu*>(prv);
+  auto* data = static_cast<srt_data_t*>(pss);
+  if (!t || !t->matched || t->api_key < 0) return TAP_PACKET_DONT_REDRAW;
+  auto* by_api = g_array_index(data->srt_array, srt_stat_table*, 0);
+  auto* by_version = g_array_index(data->srt_array, srt_stat_table*, 1);
+  if (t->api_key >= by_api->num_procs) return TAP_PACKET_DONT_REDRAW;
+  add_srt_table_data(by_api, t->api_key, &t->request_ts, pinfo);
+  size_t at = static_cast<size_t>(t->api_key) * kSrtVersions + static_cast<size_t>(t->api_version);
+  if (t->api_version >= 0 && t->api_version < kSrtVersions && srt_version_row[at] >= 0)
+    add_srt_table_data(by_version, srt_version_row[at], &t->request_ts, pinfo);
+  return TAP_PACKET_REDRAW;
+}
+
+// Statistics > Kafka (tshark -z kwire,tree): messages by API and version,
+// error codes by level and name, client ids, and what was not decoded.
+const char* const kStRequests = "Requests by API and version";
+const char* const kStResponses = "Responses by API and version";
+const char* const kStUnmatched = "Responses whose request is not in the capture";
+const char* const kStErrors[TapPdu::kLevels] = {"Error codes (top level), by API", "Error codes (per partition), by API",
+                                                "Error codes (per topic, group or other entry), by API"};
+const char* const kStClients = "Requests by client id and API";
+const char* const kStMalformed = "Malformed messages by API";
+const char* const kStNotKafka = "Not Kafka segments, by reason";
+int st_node[7 + TapPdu::kLevels];
+
+void stats_tree_init(stats_tree* st) {
+  const char* names[] = {kStRequests, kStResponses, kStUnmatched, kStErrors[0], kStErrors[1], kStErrors[2],
+                         kStClients, kStMalformed, kStNotKafka};
+  for (size_t i = 0; i < G_N_ELEMENTS(names); ++i) st_node[i] = stats_tree_create_node(st, names[i], 0, STAT_DT_INT, TRUE);
+}
+
+tap_packet_status stats_tree_packet(stats_tree* st, packet_info*, epan_dissect_t*, const void* prv, tap_flags_t) {
+  const auto* t = static_cast<const TapPdu*>(prv);
+  if (!t) return TAP_PACKET_DONT_REDRAW;
+  enum { kReq, kResp, kUnm, kErr0, kErr1, kErr2, kClients, kMalformed, kNotKafka };
+  if (t->not_kafka) {
+    tick_stat_node(st, kStNotKafka, 0, TRUE);
+    tick_stat_node(st, t->not_kafka, st_node[kNotKafka], FALSE);
+    return TAP_PACKET_REDRAW;
+  }
+  if (t->unmatched) {
+    tick_stat_node(st, kStUnmatched, 0, FALSE);
+    return TAP_PACKET_REDRAW;
+  }
+  if (t->api_key < 0) {   // a request too short or broken to name
+    tick_stat_node(st, kStMalformed, 0, TRUE);
+    tick_stat_node(st, "(no api key)", st_node[kMalformed], FALSE);
+    return TAP_PACKET_REDRAW;
+  }
+  char buf[24];
+  const char* api = api_label(t->api_key, buf);
+  char version[16];
+  snprintf(version, sizeof version, "v%d", t->api_version);
+  int top = t->request ? kReq : kResp;
+  tick_stat_node(st, t->request ? kStRequests : kStResponses, 0, TRUE);
+  int api_node = tick_stat_node(st, api, st_node[top], TRUE);
+  tick_stat_node(st, version, api_node, FALSE);
+  if (t->request) {
+    tick_stat_node(st, kStClients, 0, TRUE);
+    int c = tick_stat_node(st, t->client_id ? (*t->client_id ? t->client_id : "(empty)") : "(null)", st_node[kClients], TRUE);
+    tick_stat_node(st, api, c, FALSE);
+  }
+  for (int l = 0; l < TapPdu::kLevels; ++l) {
+    for (uint32_t i = 0; i < t->error_count[l]; ++i) {
+      std::string_view name = error_name(t->errors[l][i]);
+      char code[64];
+      if (name.empty()) snprintf(code, sizeof code, "unknown error %d", t->errors[l][i]);
+      else snprintf(code, sizeof code, "%.*s", static_cast<int>(name.size()), name.data());
+      tick_stat_node(st, kStErrors[l], 0, TRUE);
+      int e = tick_stat_node(st, code, st_node[kErr0 + l], TRUE);
+      tick_stat_node(st, api, e, FALSE);
+    }
+  }
+  if (t->malformed) {
+    tick_stat_node(st, kStMalformed, 0, TRUE);
+    tick_stat_node(st, api, st_node[kMalformed], FALSE);
+  }
+  return TAP_PACKET_REDRAW;
+}
+
 int dissect_pdu(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void* data) {
   auto* c = static_cast<Connection*>(data);
   bool first_pass = !PINFO_FD_VISITED(pinfo);
@@ -542,10 +758,12 @@ int dissect_pdu(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void* data)
     f.direction = Direction::Response;
     f.correlation_id = have >= 8 ? static_cast<int32_t>(tvb_get_ntohl(tvb, 4)) : 0;
   }
-  if (first_pass && !info->request && !info->not_kafka && !info->unmatched && !is_known_broker(&pinfo->src, pinfo->srcport)) {
-    known_brokers.push_back({});
-    copy_address_wmem(wmem_file_scope(), &known_brokers.back().addr, &pinfo->src);
-    known_brokers.back().port = pinfo->srcport;
+  if (first_pass && !info->request && !info->not_kafka && !info->unmatched &&
+      !is_known_broker(pinfo, &pinfo->src, pinfo->srcport)) {
+    auto& brokers = known_brokers[inside_tls(pinfo) ? 1 : 0];
+    brokers.push_back({});
+    copy_address_wmem(wmem_file_scope(), &brokers.back().addr, &pinfo->src);
+    brokers.back().port = pinfo->srcport;
   }
 
   // The summary line, as `kwire decode` prints it. The C++ objects are gone
@@ -564,7 +782,9 @@ int dissect_pdu(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void* data)
   guint reason_offset = f.errors.empty() ? 0 : f.errors.front().offset;
   const char* api_name = f.program ? wmem_strndup(pinfo->pool, f.program->api_name.data(), f.program->api_name.size())
                                    : nullptr;
+  TapPdu* tap = have_tap_listener(kwire_tap) ? tap_record(pinfo, f, programs_now, *info) : nullptr;
   // From here on only Wireshark calls (which may throw) and plain values.
+  if (tap) tap_queue_packet(kwire_tap, pinfo, tap);
 
   col_set_str(pinfo->cinfo, COL_PROTOCOL, "kwire");
   auto pdus_before = GPOINTER_TO_UINT(p_get_proto_data(pinfo->pool, pinfo, proto_kwire, 1)) - 1;
@@ -627,9 +847,14 @@ int dissect_pdu(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void* data)
   return static_cast<int>(len);
 }
 
+// A TLS record header (content type 20-23, version 3.0-3.4, a length TLS
+// allows): read as a Kafka size prefix it is more than 335 MB, past
+// kMaxMessage, so no Kafka stream starts like this.
 bool looks_like_tls(tvbuff_t* tvb) {
-  return tvb_captured_length(tvb) >= 3 && ws::get_uint8(tvb, 0) == 0x16 && ws::get_uint8(tvb, 1) == 0x03 &&
-         ws::get_uint8(tvb, 2) <= 0x04;
+  if (tvb_captured_length(tvb) < 5) return false;
+  uint8_t type = ws::get_uint8(tvb, 0);
+  return type >= 0x14 && type <= 0x17 && ws::get_uint8(tvb, 1) == 0x03 && ws::get_uint8(tvb, 2) <= 0x04 &&
+         tvb_get_ntohs(tvb, 3) <= 16384 + 2048;
 }
 
 int dissect_connection(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, Connection* c) {
@@ -646,13 +871,19 @@ int dissect_connection(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, Conn
 // On the Kafka ports of the preference.
 int dissect_kwire(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void*) {
   Connection* c = connection_of(pinfo);
+  if (!c && !inside_tls(pinfo) && looks_like_tls(tvb) && tls_handle) {
+    // TLS on a port of tcp.port: the conversation is TLS's, which decrypts
+    // (given a key log) and hands kwire the Kafka inside.
+    conversation_set_dissector(find_or_create_conversation(pinfo), tls_handle);
+    return call_dissector(tls_handle, tvb, pinfo, tree);
+  }
   if (!c) {
     // Called for a port of tcp.port, or of tls.port with the decrypted
     // application data (Wireshark's TLS dissector, given a key log).
     auto ours = [&](const char* table) {
       return dissector_get_uint_handle(find_dissector_table(table), pinfo->destport) == kwire_handle;
     };
-    bool dst_is_server = ours("tcp.port") || ours("tls.port") || is_known_broker(&pinfo->dst, pinfo->destport);
+    bool dst_is_server = ours("tcp.port") || ours("tls.port") || is_known_broker(pinfo, &pinfo->dst, pinfo->destport);
     c = new_connection(pinfo, dst_is_server);
   }
   return dissect_connection(tvb, pinfo, tree, c);
@@ -660,13 +891,16 @@ int dissect_kwire(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void*) {
 
 // On any other port: a connection is Kafka when its first bytes are a
 // request kwire knows (the recognition `kwire decode` uses), or when it talks
-// to a broker endpoint already seen answering Kafka requests.
+// to a broker endpoint already seen answering Kafka requests (on the same
+// layer: plain TCP, or inside TLS). A TCP segment that starts with a TLS
+// record is never taken: the TLS dissector's, whatever its port.
 ws::heur_result dissect_kwire_heur(tvbuff_t* tvb, packet_info* pinfo, proto_tree* tree, void*) {
   Connection* c = connection_of(pinfo);
   if (!c) {
     if (!pref_heuristic) return false;
-    bool dst_broker = is_known_broker(&pinfo->dst, pinfo->destport);
-    bool src_broker = !dst_broker && is_known_broker(&pinfo->src, pinfo->srcport);
+    if (!inside_tls(pinfo) && looks_like_tls(tvb)) return false;
+    bool dst_broker = is_known_broker(pinfo, &pinfo->dst, pinfo->destport);
+    bool src_broker = !dst_broker && is_known_broker(pinfo, &pinfo->src, pinfo->srcport);
     if (!dst_broker && !src_broker) {
       guint have = tvb_captured_length(tvb);
       const auto* p = static_cast<const uint8_t*>(tvb_get_ptr(tvb, 0, static_cast<gint>(have)));
@@ -827,6 +1061,12 @@ void register_protocol() {
 
   kwire_handle = register_dissector("kwire", dissect_kwire, proto_kwire);
   register_cleanup_routine(reset_capture_state);
+
+  // Statistics: one tap, a record per PDU (TapPdu), read by the service
+  // response time tables and the stats tree.
+  kwire_tap = register_tap("kwire");
+  register_srt_table(proto_kwire, nullptr, 2, srt_packet, srt_init, nullptr);
+  stats_tree_register_plugin("kwire", "kwire", "Kafka", 0, stats_tree_packet, stats_tree_init, nullptr);
 }
 
 void register_handoff() {
@@ -840,6 +1080,7 @@ void register_handoff() {
   dissector_add_uint_range_with_preference("tls.port", "", kwire_handle);
   heur_dissector_add("tls", dissect_kwire_heur, "Apache Kafka over TLS (kwire)", "kwire_tls", proto_kwire,
                      HEURISTIC_ENABLE);
+  tls_handle = find_dissector("tls");
   apply_preferences();
 }
 

@@ -9,6 +9,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import sys
 from decimal import Decimal
 
@@ -909,6 +910,266 @@ def lua_tls_test():
         lua.cleanup()
 
 
+def claimed_tcp_ports():
+    """The TCP ports that Wireshark's own dissectors hold in tcp.port: a
+    connection from such a client port goes to that dissector before any
+    heuristic (34980, EtherCAT, in python-tls13.pcapng), unless TLS is named
+    for the server port or the heuristics go first."""
+    import subprocess
+    out = subprocess.run(["tshark", "-G", "decodes"], capture_output=True, text=True).stdout
+    return {int(f[1]) for f in (line.split("\t") for line in out.splitlines())
+            if len(f) >= 3 and f[0] == "tcp.port" and f[1].isdigit()}
+
+
+def tls_connections_test(label, **kw):
+    """Every Kafka connection inside TLS decodes, with no hint that the
+    server port is TLS: kwire never takes a TCP conversation that carries
+    TLS, and a broker port learnt from decrypted Kafka does not take the next
+    TLS connections to that port from TLS. On every capture of captures/tls/
+    (python-mixed: 20 connections to one port, TLS 1.3 and 1.2 interleaved),
+    by key log with kwire's TLS heuristic (one pass and -2, and with TCP's
+    heuristics first, where kwire's TCP heuristic sees every ClientHello
+    first), with -d tls.port==P,kwire, with -d tcp.port==P,kwire (TLS on a
+    port given to kwire goes to TLS), with the plugin's kwire.tls.port
+    preference, and from the secrets blocks: every message that `kwire
+    decode --tls-keylog` finds, with the same frame, direction, api key,
+    version and correlation id, and no PDU marked not Kafka."""
+    def test():
+        ts = Tshark(**kw)
+        try:
+            claimed = claimed_tcp_ports()
+            capdir = os.path.join(args.source, "captures", "tls")
+            names = sorted(f[:-5] for f in os.listdir(capdir) if f.endswith(".keys"))
+            need("python-mixed" in names, "captures/tls/python-mixed.pcapng (testbed/scenario tls-mixed) is missing")
+            runs = total = 0
+            for name in names:
+                cap, keys = os.path.join(capdir, name + ".pcapng"), os.path.join(capdir, name + ".keys")
+                ports = tls_ports(cap)
+                kw_msgs = decode_json(cap, ["--tls-keylog", keys])
+                need(kw_msgs, f"{name}: kwire decode --tls-keylog found no Kafka messages")
+                keylog = ["-o", f"tls.keylog_file:{ts.file(keys)}"]
+                # A connection from a client port another dissector holds is that
+                # dissector's unless TCP's heuristics go first.
+                held = {k["frame"] for k in kw_msgs
+                        if int((k["src"] if k["direction"] == "request" else k["dst"]).rsplit(":", 1)[1]) in claimed}
+                modes = [("heuristic", keylog, cap, []), ("heuristic", keylog, cap, ["-2"]),
+                         ("heuristics first", keylog + ["-o", "tcp.try_heuristic_first:TRUE"], cap, []),
+                         ("-d tls.port", keylog + [a for p in ports for a in ("-d", f"tls.port=={p},kwire")], cap, []),
+                         ("-d tcp.port", keylog + [a for p in ports for a in ("-d", f"tcp.port=={p},kwire")], cap, []),
+                         ("secrets blocks", [], os.path.join(capdir, name + "-secrets.pcapng"), []),
+                         ("secrets blocks", [], os.path.join(capdir, name + "-secrets.pcapng"), ["-2"])]
+                if "plugin" in kw:
+                    modes.append(("kwire.tls.port", keylog + ["-o", "kwire.tls.port:" + ",".join(map(str, ports))],
+                                  cap, []))
+                for how, extra, source, passes in modes:
+                    what = f"{how}, {'two passes' if passes else 'one pass'}"
+                    p = ts.run(["-r", ts.file(source), "-T", "json"] + extra + passes)
+                    need(b"Lua Error" not in p.stdout and b"Lua Error" not in p.stderr,
+                         f"{name} ({what}): a Lua error: {(p.stderr or p.stdout).decode(errors='replace')[-1500:]}")
+                    pdus = ws_tree.pdus(json.loads(p.stdout, object_pairs_hook=lambda pairs: pairs))
+                    want = [kwire_ids(k) for k in kw_msgs if how == "heuristics first" or k["frame"] not in held]
+                    got = [message_ids(t) for t in pdus if how == "heuristics first" or t["frame"] not in held]
+                    diff = next(((i + 1, x, y) for i, (x, y) in enumerate(zip(want, got)) if x != y), None)
+                    need(len(got) == len(want) and diff is None,
+                         f"{name} ({what}): tshark with the {label} shows {len(got)} messages, kwire decode "
+                         f"--tls-keylog {len(want)}; first difference (message, kwire decode, tshark): {diff}")
+                    bad = [t["frame"] for t in pdus if t["generic"].get("kwire.not_kafka")]
+                    need(not bad, f"{name} ({what}): {len(bad)} PDUs marked not Kafka, frames {bad[:10]}")
+                    runs += 1
+                conns = len({(k["src"], k["dst"]) for k in kw_msgs if k["direction"] == "request"})
+                print(f"{name}: {len(kw_msgs)} messages in {conns} TLS connections, all in tshark with the {label} "
+                      f"in {len(modes)} ways" + (f" ({len(held)} on a client port Wireshark holds: "
+                                                 "those by heuristics first)" if held else ""))
+                total += len(kw_msgs)
+            print(f"wireshark {label} inside TLS: {len(names)} captures, {total} messages, {runs} tshark runs")
+        finally:
+            ts.cleanup()
+    return test
+
+
+def json_error_codes(body):
+    """The error codes of a decoded body by where they sit, as kwire's
+    statistics count them: ("top", code) for the body's own, ("partition",
+    code) inside an array whose name has "partition", ("entry", code)
+    anywhere else. Error codes are the int fields whose name ends in
+    ErrorCode (Kafka's naming); record batches hold none, and a whole
+    message nested in a bytes field (an Envelope's: header and body) is
+    another message's."""
+    out = []
+
+    def walk(v, top, in_partition):
+        if isinstance(v, dict):
+            for k, x in v.items():
+                if k.lower().endswith("errorcode") and isinstance(x, int) and not isinstance(x, bool):
+                    out.append(("top" if top else "partition" if in_partition else "entry", x))
+                elif k != "records" and not (isinstance(x, dict) and "header" in x and "body" in x):
+                    walk(x, False, in_partition or (isinstance(x, list) and "partition" in k.lower()))
+        elif isinstance(v, list):
+            for x in v:
+                walk(x, False, in_partition)
+    if isinstance(body, dict):
+        walk(body, True, False)
+    return out
+
+
+ERROR_LEVELS = {"top": "Error codes (top level), by API", "partition": "Error codes (per partition), by API",
+                "entry": "Error codes (per topic, group or other entry), by API"}
+
+
+def expected_stats(kw, rel, error_names):
+    """What kwire's SRT table and stats tree must show for a capture, worked
+    out from `kwire decode -T json` alone (rel: frame number -> tshark's
+    frame.time_relative): per API and per API and version the exchanges and
+    their min, max and sum of response time (from tshark's frame times and,
+    as a cross-check, from kwire decode's own), and the tree's counts by path."""
+    from collections import Counter
+    tree = Counter()
+    srt = {}
+    pending = {}
+    for m in kw:
+        api = m.get("apiName") or (f"api {m['apiKey']}" if m.get("apiKey") is not None else None)
+        if m.get("notKafka"):
+            tree[("Not Kafka segments, by reason",)] += 1
+            continue
+        if m.get("unmatched"):
+            tree[("Responses whose request is not in the capture",)] += 1
+            continue
+        if api is None:
+            tree[("Malformed messages by API",)] += 1
+            tree[("Malformed messages by API", "(no api key)")] += 1
+            continue
+        v = f"v{m['apiVersion']}"
+        request = m["direction"] == "request"
+        top = "Requests by API and version" if request else "Responses by API and version"
+        for path in ((top,), (top, api), (top, api, v)):
+            tree[path] += 1
+        if request:
+            cid = (m.get("header") or {}).get("clientId")
+            cid = "(null)" if cid is None else cid or "(empty)"
+            for path in (("Requests by client id and API",), ("Requests by client id and API", cid),
+                         ("Requests by client id and API", cid, api)):
+                tree[path] += 1
+            pending[(m["src"], m["dst"], m["correlationId"])] = m
+        else:
+            req = pending.pop((m["dst"], m["src"], m["correlationId"]), None)
+            need(req is not None, f"frame {m['frame']}: a response kwire decode matched has no request before it")
+            t = rel[m["frame"]] - rel[req["frame"]]
+            own = Decimal(str(m["time"])) - Decimal(str(req["time"]))
+            need(abs(t - own) <= Decimal("0.000001"), f"frame {m['frame']}: tshark's frame times give {t} s, "
+                                                      f"kwire decode's {own} s")
+            for key in (api, f"{api} {v}"):
+                s = srt.setdefault(key, [0, None, None, Decimal(0)])
+                s[0] += 1
+                s[1] = t if s[1] is None else min(s[1], t)
+                s[2] = t if s[2] is None else max(s[2], t)
+                s[3] += t
+        for level, code in json_error_codes(m.get("body")):
+            name = error_names.get(code, f"unknown error {code}")
+            for path in ((ERROR_LEVELS[level],), (ERROR_LEVELS[level], name), (ERROR_LEVELS[level], name, api)):
+                tree[path] += 1
+        if m.get("error"):
+            tree[("Malformed messages by API",)] += 1
+            tree[("Malformed messages by API", api)] += 1
+    return srt, tree
+
+
+SRT_ROW = re.compile(r"^\s*(\d+)\s+(\S+(?: v\d+)?)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*$")
+
+
+def parse_srt(text):
+    """tshark -z kwire,srt: API (or "API vN") -> [calls, min, max, sum]."""
+    rows = {}
+    for line in text.splitlines():
+        m = SRT_ROW.match(line)
+        if m:
+            need(m.group(2) not in rows, f"SRT row {m.group(2)} twice")
+            rows[m.group(2)] = [int(m.group(3)), Decimal(m.group(4)), Decimal(m.group(5)), Decimal(m.group(7))]
+    return rows
+
+
+def parse_tree(text):
+    """tshark -z kwire,tree: path of node names -> count (one space of
+    indentation per level, the count in the Count column)."""
+    lines = text.splitlines()
+    head = next((i for i, line in enumerate(lines) if line.startswith("Topic / Item")), None)
+    need(head is not None, f"no stats tree in the output:\n{text[-2000:]}")
+    col = lines[head].index("Count")
+    out, stack = {}, []
+    for line in lines[head + 2:]:
+        if line.startswith("=") or not line.strip():
+            break
+        name, count = line[:col].rstrip(), line[col:].split()[0]
+        depth = len(name) - len(name.lstrip(" "))
+        stack = stack[:depth] + [name.strip()]
+        need(tuple(stack) not in out, f"stats tree node {stack} twice")
+        out[tuple(stack)] = int(count)
+    return out
+
+
+def stats_test(label, **kw):
+    """Statistics > Service Response Time (tshark -z kwire,srt) and
+    Statistics > Kafka (tshark -z kwire,tree) on real captures, in one pass
+    and with -2, against figures worked out from `kwire decode -T json` and
+    tshark's own frame.time_relative (expected_stats)."""
+    def test():
+        import subprocess
+        ts = Tshark(**kw)
+        try:
+            from spec_paths import error_names
+            names = error_names(args.source)
+            caps = [(os.path.join(args.source, "captures", c), []) for c in ("demo.pcapng", "other-clients.pcapng")]
+            tls = os.path.join(args.source, "captures", "tls")
+            for c in ("python-mixed", "scram"):
+                if os.path.exists(os.path.join(tls, c + ".keys")):
+                    caps.append((os.path.join(tls, c + ".pcapng"), [os.path.join(tls, c + ".keys")]))
+            need(len(caps) >= 3, "captures for the statistics test are missing")
+            for cap, keys in caps:
+                name = os.path.basename(cap)
+                kw_extra = ["--tls-keylog", keys[0]] if keys else []
+                ts_extra = []
+                if keys:
+                    ts_extra = [a for p in tls_ports(cap) for a in ("-d", f"tcp.port=={p},tls")]
+                    ts_extra += ["-o", f"tls.keylog_file:{ts.file(keys[0])}"]
+                kw_msgs = decode_json(cap, kw_extra)
+                out = subprocess.run(["tshark", "-n", "-r", cap, "-T", "fields", "-e", "frame.number", "-e",
+                                      "frame.time_relative"], capture_output=True, text=True).stdout
+                rel = {int(a): Decimal(b) for a, b in (line.split() for line in out.splitlines() if line.strip())}
+                srt, tree = expected_stats(kw_msgs, rel, names)
+                need(srt and sum(v[0] for v in srt.values()) > 50, f"{name}: fewer than 50 exchanges")
+                for passes in ([], ["-2"]):
+                    mode = "two passes" if passes else "one pass"
+                    p = ts.run(["-r", ts.file(cap), "-q", "-z", "kwire,srt", "-z", "kwire,tree"] + ts_extra + passes)
+                    text = p.stdout.decode(errors="replace")
+                    need("Lua Error" not in text and b"Lua Error" not in p.stderr, f"{name}: a Lua error: {text[-1500:]}")
+                    got = parse_srt(text)
+                    need(set(got) == set(srt), f"{name} ({mode}): SRT rows {sorted(got)}, expected {sorted(srt)}")
+                    for key, (n, lo, hi, total) in srt.items():
+                        g = got[key]
+                        # tshark prints 6 decimals: each value within rounding.
+                        ok = g[0] == n and abs(g[1] - lo) <= Decimal("0.0000006") and \
+                            abs(g[2] - hi) <= Decimal("0.0000006") and abs(g[3] - total) <= Decimal("0.0000006")
+                        need(ok, f"{name} ({mode}) SRT {key}: calls/min/max/sum {g}, expected "
+                                 f"{[n, lo, hi, total]}")
+                    got_tree = parse_tree(text)
+                    want = {k: v for k, v in tree.items()}
+                    for top in ("Requests by API and version", "Responses by API and version",
+                                "Responses whose request is not in the capture", *ERROR_LEVELS.values(),
+                                "Requests by client id and API", "Malformed messages by API",
+                                "Not Kafka segments, by reason"):
+                        want.setdefault((top,), 0)
+                    # Not Kafka segments by reason: the total is compared (the reasons are the
+                    # dissector's words).
+                    got_cmp = {k: v for k, v in got_tree.items() if not (k[0].startswith("Not Kafka") and len(k) > 1)}
+                    diff = sorted(set(got_cmp.items()) ^ set(want.items()))
+                    need(not diff, f"{name} ({mode}): stats tree differs from kwire decode's figures "
+                                   f"(path, count) in one but not the other: {diff[:20]}")
+                print(f"{name}: {label}: SRT {len(srt)} rows, {sum(v[0] for v in srt.values()) // 2} exchanges; "
+                      f"stats tree {len(want)} nodes; as kwire decode and tshark's frame times, one pass and -2")
+        finally:
+            ts.cleanup()
+    return test
+
+
 def overlay_test(**kw):
     """The plugin's spec overlay preferences, as kwire decode's --spec-dir and
     --overlay: an overlay directory that redefines ApiVersionsResponse v0."""
@@ -972,6 +1233,10 @@ if __name__ == "__main__":
         "lua": [lua_test],
         "lua_tls": [lua_tls_test],
         "overlay": [lambda: overlay_test(plugin=args.plugin)()],
+        "stats": [lambda: stats_test("C plugin", plugin=args.plugin)()],
+        "tls_connections": [lambda: tls_connections_test("C plugin", plugin=args.plugin)()],
+        "lua_tls_connections": [lambda: tls_connections_test("kwire.lua", lua=args.lua)()],
+        "lua_stats": [lambda: stats_test("kwire.lua", lua=args.lua)()],
     }
     need_test = tests.get(args.test)
     if not need_test:

@@ -126,3 +126,15 @@ GENERIC_FIELDS = {
 # Expert infos are registered as fields too.
 EXPERT_FIELDS = {"kwire.malformed", "kwire.error", "kwire.unmatched", "kwire.not_kafka.expert",
                  "kwire.overlay.expert"}
+
+
+def error_names(source):
+    """Kafka's error code -> name, from specs/kafka/errors.tsv (Kafka's
+    Errors enum as shipped with the specs)."""
+    out = {}
+    with open(os.path.join(source, "specs", "kafka", "errors.tsv")) as f:
+        for line in f:
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) >= 2 and re.fullmatch(r"-?\d+", parts[0]):
+                out[int(parts[0])] = parts[1]
+    return out
