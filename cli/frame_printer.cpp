@@ -12,7 +12,7 @@ namespace kwire::cli {
 const char* const kOutputOptionsHelp =
     "  -V                 print the full field tree of each message\n"
     "  -T text|json|fields  output format; json: one object per line; fields: the -e values\n"
-    "  -Y FILTER          only messages matching a display filter (README \"Display filters\"):\n"
+    "  -Y FILTER          only messages matching a display filter (docs/decode.md):\n"
     "                     apiName == Fetch && body.groups.groupId == \"app\", error, request.PATH ...\n"
     "  -e PATH            with -T fields: a column, as a -T json path (apiName, body.memberEpoch);\n"
     "                     repeatable; array values joined by the aggregator\n"

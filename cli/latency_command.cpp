@@ -23,7 +23,7 @@ const char* kLatencyHelp =
     "  -T text|json       output format; json: {\"latency\":{\"apis\":[..],\"slowest\":[..],\"connections\":[..]}}\n"
     "  --api NAME|KEY,..  only these APIs (names in any case)\n"
     "  -Y FILTER          only exchanges whose request or response matches a display filter\n"
-    "                     (README \"Display filters\"; request.PATH reaches a response's request)\n"
+    "                     (docs/decode.md; request.PATH reaches a response's request)\n"
     "  --top N            how many slowest exchanges to list (default 10)\n"
     "  --guess            decode responses whose request was not captured by trying versions\n";
 

@@ -680,7 +680,7 @@ TEST(Nested, SpecsListsThePayloads) {
   EXPECT_EQ(rows["Envelope response ResponseData"], "a whole response (header, body)");
 }
 
-// The example in README.md (`kwire decode`): a JoinGroup v5 of a cooperative-sticky
+// The example in docs/decode.md (`kwire decode`): a JoinGroup v5 of a cooperative-sticky
 // consumer with a v3 subscription, built here field by field.
 TEST(Nested, TheReadmeExample) {
   test::Bytes sub;

@@ -11,7 +11,7 @@
 //   FilterSelector sel(*f);               // one per capture: keeps request.* facts
 //   ... in FrameHandler::on_frame:  if (sel.select(ctx, frame)) print(...);
 //
-// Syntax (see README "Display filters"):
+// Syntax (see docs/decode.md, "Display filters"):
 //   PATH                       present and not null
 //   PATH OP VALUE              OP: == != < <= > >= (also eq ne lt le gt ge),
 //                              contains, matches / ~ (regular expression, "(?i)" prefix
