@@ -118,17 +118,23 @@ scenario_cleanup() {
 # TLS_STORE_PASSWORD, SCRAM_USER, SCRAM_PASSWORD, PLAIN_USER, PLAIN_PASSWORD (all read
 # from run-broker's KWIRE_BROKER_INFO file). The KWIRE_BROKER_* variables of run-broker
 # pass through.
+# BROKER_START_SECONDS bounds the wait for run-broker's info file: run-broker's own
+# bound for the listeners (180 s) plus its storage format and certificates. A failure
+# bound, not a speed check: a start takes 60 s and more on a loaded machine.
+BROKER_START_SECONDS=240
 start_broker() {
     local t0=$SECONDS
     echo "== starting broker"
     KWIRE_BROKER_INFO=$WORK/broker.env KWIRE_BROKER_LOG=$WORK/broker.log \
         "$TESTBED_DIR/run-broker" >"$WORK/run-broker.out" 2>&1 &
     BROKER_SH_PID=$!
-    local i
-    for i in $(seq 1 240); do
-        [[ -f $WORK/broker.env ]] && break
+    while [[ ! -f $WORK/broker.env ]]; do
         kill -0 "$BROKER_SH_PID" 2>/dev/null || { cat "$WORK/run-broker.out" >&2; return 1; }
-        (( i == 240 )) && { echo "scenario: broker not ready after 120 s" >&2; return 1; }
+        if (( SECONDS - t0 >= BROKER_START_SECONDS )); then
+            echo "scenario: run-broker wrote no $WORK/broker.env (the broker listening) within $BROKER_START_SECONDS s; its output:" >&2
+            cat "$WORK/run-broker.out" >&2
+            return 1
+        fi
         sleep 0.5
     done
     SSL_PORT= SASL_SSL_PORT= TLS_CA_PEM= TLS_TRUSTSTORE= TLS_STORE_PASSWORD=
@@ -152,12 +158,15 @@ start_dumpcap() {  # out port...
     echo "== starting dumpcap -i lo -f \"$filter\" -> $out"
     mkdir -p "$(dirname "$out")"
     rm -f "$out"
+    # Made before the loop below reads it: the background job's redirect may not have run yet.
+    : >"$WORK/dumpcap.err"
     dumpcap -i lo -f "$filter" -w "$out" >"$WORK/dumpcap.out" 2>"$WORK/dumpcap.err" &
     RECORDER_PID=$!
-    for i in $(seq 1 40); do
+    # A failure bound, not a speed check (240 x 0.25 s).
+    for i in $(seq 1 240); do
         grep -q '^Capturing on ' "$WORK/dumpcap.err" && break
         kill -0 "$RECORDER_PID" 2>/dev/null || { echo "scenario: dumpcap exited: $(cat "$WORK/dumpcap.err")" >&2; return 1; }
-        (( i == 40 )) && { echo "scenario: dumpcap did not start capturing within 10 s" >&2; return 1; }
+        (( i == 240 )) && { echo "scenario: dumpcap printed no 'Capturing on' line within 60 s: $(cat "$WORK/dumpcap.err")" >&2; return 1; }
         sleep 0.25
     done
     sleep 0.5
@@ -169,9 +178,9 @@ finish_dumpcap() {  # out max-bytes
     local out=$1 max=$2 rc=0 i stats dropped size
     sleep 1
     kill -INT "$RECORDER_PID" 2>/dev/null || true
-    for i in $(seq 1 20); do kill -0 "$RECORDER_PID" 2>/dev/null || break; sleep 0.5; done
+    for i in $(seq 1 120); do kill -0 "$RECORDER_PID" 2>/dev/null || break; sleep 0.5; done
     if kill -0 "$RECORDER_PID" 2>/dev/null; then
-        echo "scenario: dumpcap did not stop within 10 s of SIGINT" >&2; return 1   # the EXIT trap kills it
+        echo "scenario: dumpcap did not stop within 60 s of SIGINT" >&2; return 1   # the EXIT trap kills it
     fi
     wait "$RECORDER_PID" || rc=$?
     RECORDER_PID=
@@ -197,14 +206,17 @@ start_capture() {  # out
     mkdir -p "$(dirname "$1")"
     CAPTURE_PARTIAL=$1.partial
     rm -f "$CAPTURE_PARTIAL"
+    # Made before the loop below reads it: the background job's redirect may not have run yet.
+    : >"$WORK/record.err"
     "$KWIRE" record -i lo --auto -f "tcp port $BROKER_PORT or tcp port $CONTROLLER_PORT" -q -w "$CAPTURE_PARTIAL" \
         >"$WORK/record.out" 2>"$WORK/record.err" &
     RECORDER_PID=$!
     local i
-    for i in $(seq 1 40); do
+    # A failure bound, not a speed check (240 x 0.25 s).
+    for i in $(seq 1 240); do
         grep -q '^kwire record: capturing on ' "$WORK/record.err" && break
         kill -0 "$RECORDER_PID" 2>/dev/null || { echo "scenario: kwire record exited (capture rights? run as root)" >&2; return 1; }
-        (( i == 40 )) && { echo "scenario: kwire record did not start capturing within 10 s" >&2; return 1; }
+        (( i == 240 )) && { echo "scenario: kwire record printed no 'kwire record: capturing on' line within 60 s" >&2; return 1; }
         sleep 0.25
     done
     sleep 0.5
@@ -245,9 +257,9 @@ finish_capture() {  # out
     # As stop_pid, but the recorder's exit status matters: a write error is a failed capture.
     local rc=0 i
     kill -INT "$RECORDER_PID" 2>/dev/null || true
-    for i in $(seq 1 20); do kill -0 "$RECORDER_PID" 2>/dev/null || break; sleep 0.5; done
+    for i in $(seq 1 120); do kill -0 "$RECORDER_PID" 2>/dev/null || break; sleep 0.5; done
     if kill -0 "$RECORDER_PID" 2>/dev/null; then
-        echo "scenario: kwire record did not stop within 10 s of SIGINT" >&2; return 1   # the EXIT trap kills it
+        echo "scenario: kwire record did not stop within 60 s of SIGINT" >&2; return 1   # the EXIT trap kills it
     fi
     wait "$RECORDER_PID" || rc=$?
     RECORDER_PID=

@@ -3,10 +3,18 @@
 a Metadata v1 request written byte by byte here (independent of kwire's codec).
 
     kafka_topic_partitions.py HOST:PORT TOPIC
+
+A topic the broker does not know yet, or whose leader it does not know yet, is asked
+for again for up to 60 s: a broker's metadata can lag a moment behind the CreateTopics
+answer its controller gave.
 """
 import socket
 import struct
 import sys
+import time
+
+RETRIABLE = {3: "UNKNOWN_TOPIC_OR_PARTITION", 5: "LEADER_NOT_AVAILABLE"}
+WAIT_SECONDS = 60  # a failure bound, not a speed check
 
 
 def string(s):
@@ -17,9 +25,25 @@ def string(s):
 def main():
     host, port = sys.argv[1].rsplit(":", 1)
     topic = sys.argv[2]
+    deadline = time.monotonic() + WAIT_SECONDS
+    while True:
+        err, nparts = ask(host, int(port), topic)
+        if err == 0:
+            print(nparts)
+            return
+        if err not in RETRIABLE or time.monotonic() >= deadline:
+            break
+        time.sleep(0.5)
+    if err is None:
+        sys.exit(f"topic {topic} not in the response")
+    sys.exit(f"topic {topic}: error {err}" + (f" {RETRIABLE[err]} for {WAIT_SECONDS} s" if err in RETRIABLE else ""))
+
+
+def ask(host, port, topic):
+    """(error code, partition count) of the topic in a Metadata v1 answer; (None, 0) if absent."""
     # Request header v1: api key 3 (Metadata), version 1, correlation id 7, client id.
     body = struct.pack(">hhi", 3, 1, 7) + string("kwire-test") + struct.pack(">i", 1) + string(topic)
-    with socket.create_connection((host, int(port)), timeout=10) as s:
+    with socket.create_connection((host, port), timeout=60) as s:
         s.sendall(struct.pack(">i", len(body)) + body)
         data = b""
         while len(data) < 4 or len(data) < 4 + struct.unpack(">i", data[:4])[0]:
@@ -44,15 +68,12 @@ def main():
         p += 1                                   # is internal
         nparts, = struct.unpack_from(">i", data, p); p += 4
         if name == topic:
-            if err != 0:
-                sys.exit(f"topic {topic}: error {err}")
-            print(nparts)
-            return
+            return err, nparts
         for _ in range(nparts):
             p += 2 + 4 + 4                       # error, index, leader
             for _ in range(2):                   # replicas, isr
                 k, = struct.unpack_from(">i", data, p); p += 4 + 4 * k
-    sys.exit(f"topic {topic} not in the response")
+    return None, 0
 
 
 if __name__ == "__main__":

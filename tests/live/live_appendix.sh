@@ -19,7 +19,9 @@ set -euo pipefail
 KWIRE=${1:?usage: live_appendix.sh KWIRE_BINARY}
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
-SCENARIO_TIMEOUT=${KWIRE_LIVE_TIMEOUT:-420}
+# A failure bound for the whole scenario, broker start included (up to 240 s on a
+# loaded machine): within ctest's 600 s with timeout's --kill-after.
+SCENARIO_TIMEOUT=${KWIRE_LIVE_TIMEOUT:-480}
 
 fail() { echo "live_appendix: FAIL: $*" >&2; exit 1; }
 
@@ -66,7 +68,9 @@ SCENARIO_PID=
 (( rc == 0 )) || fail "scenario exited with status $rc$( ((rc == 124)) && echo " (timed out after $SCENARIO_TIMEOUT s)")"
 grep -E 'ready in|kwire record: received=|wrote|done in' "$WORK/scenario.log" | sed 's/^/live_appendix: /'
 broker_ready=$(sed -n 's/.*ready in \([0-9]*\) s$/\1/p' "$WORK/scenario.log" | head -n1)
-[[ -n $broker_ready ]] && (( broker_ready < 45 )) || fail "broker took ${broker_ready:-?} s to start (limit 45 s)"
+# The limit is testbed/lib.sh's BROKER_START_SECONDS: a failure bound, not a speed check
+# (a start takes 60 s and more while make test builds in the release chroots beside it).
+[[ -n $broker_ready ]] && (( broker_ready <= 240 )) || fail "broker took ${broker_ready:-?} s to start (limit 240 s)"
 echo "live_appendix: capture done in $((SECONDS - t0)) s; decoding with $KWIRE"
 
 python3 "$HERE/check_appendix.py" "$KWIRE" "$CAP"

@@ -74,20 +74,23 @@ trap 'exit 143' TERM
 # Starts kwire-loopgen (port chosen by the kernel) waiting for $WORK/go; sets
 # LOOPGEN_PID and KAFKA_PORT. Arguments are passed on.
 start_loopgen() {
-    rm -f "$WORK/go" "$WORK/loopgen.out"
+    rm -f "$WORK/go"
+    # The output file exists before the loop below reads it: the background
+    # job's redirect may not have run yet when the loop starts.
+    : >"$WORK/loopgen.out"
     "$LOOPGEN" serve+client --port 0 --wait-file "$WORK/go" --quiet "$@" >"$WORK/loopgen.out" 2>"$WORK/loopgen.err" &
     LOOPGEN_PID=$!
     PIDS+=("$LOOPGEN_PID")
     local i
     # A readiness bound, not a speed check: the sanitized loopgen reads its
     # corpus first, which takes seconds while make test's chroot builds run.
-    for i in $(seq 1 600); do
+    for i in $(seq 1 2400); do
         KAFKA_PORT=$(sed -n 's/^port=\([0-9]*\)$/\1/p' "$WORK/loopgen.out")
         [[ -n $KAFKA_PORT ]] && return 0
         kill -0 "$LOOPGEN_PID" 2>/dev/null || fail "kwire-loopgen exited before listening: $(cat "$WORK/loopgen.err")"
         sleep 0.05
     done
-    fail "kwire-loopgen printed no port= line within 30 s"
+    fail "kwire-loopgen printed no port= line within 120 s"
 }
 
 # Lets kwire-loopgen send and waits for it; it checks every response itself.
@@ -107,7 +110,8 @@ start_recorder() {
     REC_PID=$!
     PIDS+=("$REC_PID")
     local i
-    for i in $(seq 1 100); do
+    # A readiness bound, not a speed check (600 x 0.1 s).
+    for i in $(seq 1 600); do
         grep -q '^kwire record: capturing on ' "$WORK/record.err" && return 0
         if ! kill -0 "$REC_PID" 2>/dev/null; then
             local rc=0
@@ -116,17 +120,17 @@ start_recorder() {
         fi
         sleep 0.1
     done
-    fail "kwire record $* printed no 'kwire record: capturing on' line within 10 s"
+    fail "kwire record $* printed no 'kwire record: capturing on' line within 60 s"
 }
 
-# SIGINT, then waits up to 20 s; fails unless it exits 0. Sets FINAL to the
+# SIGINT, then waits up to 60 s; fails unless it exits 0. Sets FINAL to the
 # final statistics line.
 stop_recorder() {
     sleep 0.5   # the last ACKs reach the capture
     kill -INT "$REC_PID"
     local i
-    for i in $(seq 1 200); do kill -0 "$REC_PID" 2>/dev/null || break; sleep 0.1; done
-    kill -0 "$REC_PID" 2>/dev/null && fail "kwire record did not exit within 20 s of SIGINT"
+    for i in $(seq 1 600); do kill -0 "$REC_PID" 2>/dev/null || break; sleep 0.1; done
+    kill -0 "$REC_PID" 2>/dev/null && fail "kwire record did not exit within 60 s of SIGINT"
     local rc=0
     wait "$REC_PID" || rc=$?
     (( rc == 0 )) || fail "kwire record exited $rc after SIGINT: $(cat "$WORK/record.err")"
@@ -191,7 +195,12 @@ case_auto() {
     python3 -m http.server --bind 127.0.0.1 --directory "$WORK" "$http_port" >"$WORK/http.out" 2>&1 &
     PIDS+=("$!")
     local i
-    for i in $(seq 1 50); do curl -s -o /dev/null "http://127.0.0.1:$http_port/" && break; sleep 0.1; done
+    # A readiness bound, not a speed check (600 x 0.1 s).
+    for i in $(seq 1 600); do
+        curl -s -o /dev/null "http://127.0.0.1:$http_port/" && break
+        (( i < 600 )) || fail "python3 -m http.server answered no request on port $http_port within 60 s: $(cat "$WORK/http.out")"
+        sleep 0.1
+    done
     # Paced to about 1.2 s, as long as the HTTP requests below.
     start_loopgen --connections 4 --messages 300 --pipeline 4 --rate 2000 --manifest "$WORK/manifest.jsonl"
     start_recorder -i lo --auto -w "$WORK/auto.pcapng"
@@ -260,7 +269,7 @@ case_pipe() {
     run_traffic
     stop_recorder
     local rc=0
-    timeout 20 tail --pid="$decode_pid" -f /dev/null || fail "kwire decode -r - did not finish after the recorder exited"
+    timeout 60 tail --pid="$decode_pid" -f /dev/null || fail "kwire decode -r - did not finish within 60 s of the recorder's exit"
     wait "$decode_pid" || rc=$?
     (( rc == 0 )) || fail "kwire decode -r - exited $rc: $(cat "$WORK/decode.err")"
     local stats req resp
@@ -280,7 +289,7 @@ expect_refusal() {  # what pattern outfile kwire-record-args...
     local what=$1 pattern=$2 out=$3
     shift 3
     local rc=0
-    timeout 20 "$@" >"$WORK/refusal.out" 2>"$WORK/refusal.err" || rc=$?
+    timeout 60 "$@" >"$WORK/refusal.out" 2>"$WORK/refusal.err" || rc=$?
     (( rc != 0 && rc != 124 )) || fail "$what: exit status $rc (expected a non-zero exit of its own): $(cat "$WORK/refusal.err")"
     grep -Eiq -- "$pattern" "$WORK/refusal.err" ||
         fail "$what: stderr does not name the problem (expected /$pattern/): $(cat "$WORK/refusal.err")"
@@ -330,10 +339,10 @@ case_disk_full() {
     start_recorder -i lo -p "$KAFKA_PORT" -w "$WORK/small/full.pcapng"
     run_traffic
     local i
-    for i in $(seq 1 100); do kill -0 "$REC_PID" 2>/dev/null || break; sleep 0.1; done
+    for i in $(seq 1 600); do kill -0 "$REC_PID" 2>/dev/null || break; sleep 0.1; done
     if kill -0 "$REC_PID" 2>/dev/null; then
         kill -INT "$REC_PID"
-        fail "kwire record still runs 10 s after the disk filled (should stop with an error): $(cat "$WORK/record.err")"
+        fail "kwire record still runs 60 s after the traffic that filled the disk (should stop with an error): $(cat "$WORK/record.err")"
     fi
     local rc=0
     wait "$REC_PID" || rc=$?

@@ -28,14 +28,22 @@ printf '%s\n' security.protocol=SSL ssl.truststore.type=PKCS12 "ssl.truststore.l
     "ssl.truststore.password=$TLS_STORE_PASSWORD" > "$WORK/ssl.properties"
 KEYS=$WORK/app.keys
 echo "== tcpdump and kwire record --auto --tls-keylog on 127.0.0.1:$SSL_PORT"
-tcpdump -i lo -U -w "$WORK/ref.pcap" "tcp port $SSL_PORT" 2>"$WORK/tcpdump.err" &
+# Made before the loop below reads them: the background jobs' redirects may not have run yet.
+: >"$WORK/tcpdump.err"
+: >"$WORK/record.err"
+tcpdump -i lo -U -w "$WORK/ref.pcap" "tcp port $SSL_PORT" >"$WORK/tcpdump.out" 2>"$WORK/tcpdump.err" &
 TCPDUMP_PID=$!
+# scenario_cleanup stops it if a step fails (APP_PIDS: scenario_init's associative array).
+# shellcheck disable=SC2034
+APP_PIDS["tcpdump"]=$TCPDUMP_PID
 "$KWIRE" record -i lo --auto -f "tcp port $SSL_PORT" --tls-keylog "$KEYS" -q -w "$WORK/rec.pcapng" \
     >"$WORK/record.out" 2>"$WORK/record.err" &
 RECORDER_PID=$!
-for i in $(seq 1 40); do
+# A readiness bound, not a speed check (240 x 0.25 s).
+for i in $(seq 1 240); do
     grep -q '^kwire record: capturing on ' "$WORK/record.err" && grep -q 'listening on' "$WORK/tcpdump.err" && break
-    (( i == 40 )) && fail "the recorders did not start: $(cat "$WORK/record.err" "$WORK/tcpdump.err")"
+    kill -0 "$RECORDER_PID" 2>/dev/null && kill -0 "$TCPDUMP_PID" 2>/dev/null || i=240
+    (( i == 240 )) && fail "kwire record ('kwire record: capturing on') and tcpdump ('listening on') did not both start within 60 s, or one exited: $(cat "$WORK/record.err" "$WORK/tcpdump.err")"
     sleep 0.25
 done
 sleep 0.5
@@ -47,7 +55,44 @@ wait_app client
 sleep 1
 kill -INT "$RECORDER_PID"; wait "$RECORDER_PID" || fail "kwire record exited $?: $(cat "$WORK/record.err")"
 RECORDER_PID=
+# tcpdump is handed the packets by the kernel in blocks, up to 1 s (libpcap's timeout)
+# after they were captured, and at SIGINT it stops without reading what it has not been
+# handed: the session's last packets could be missing from its file. So it is stopped
+# once its file holds as many packets as kwire record captured (the same filter on lo;
+# kwire reads what the kernel still holds before it exits), or after 60 s (a failure
+# bound: the comparison below then says what is missing).
+captured=$(sed -n 's/^kwire record: received=[0-9]* captured=\([0-9]*\) .*/\1/p' "$WORK/record.err" | tail -n 1)
+[[ -n $captured ]] || fail "no final 'kwire record: received=... captured=...' line: $(cat "$WORK/record.err")"
+# pcap_packets FILE: the whole packet records in a pcap file still being written.
+pcap_packets() {
+    python3 - "$1" <<'PY'
+import struct, sys
+try:
+    data = open(sys.argv[1], "rb").read()
+except FileNotFoundError:
+    data = b""
+n, pos = 0, 24
+e = "<" if data[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+while len(data) >= 24 and pos + 16 <= len(data):
+    incl, = struct.unpack_from(e + "I", data, pos + 8)
+    if pos + 16 + incl > len(data):
+        break
+    n, pos = n + 1, pos + 16 + incl
+print(n)
+PY
+}
+t0=$SECONDS
+while true; do
+    in_ref=$(pcap_packets "$WORK/ref.pcap" || true)
+    (( ${in_ref:-0} >= captured )) && break
+    if (( SECONDS - t0 >= 60 )); then
+        echo "record_tls_live: tcpdump's file holds ${in_ref:-0} packets 60 s after the session, kwire record captured $captured"
+        break
+    fi
+    sleep 0.25
+done
 kill -INT "$TCPDUMP_PID"; wait "$TCPDUMP_PID" || true
+unset 'APP_PIDS[tcpdump]'
 cat "$WORK/record.err"
 [[ -s $KEYS ]] || fail "the agent wrote no key log"
 

@@ -100,7 +100,9 @@ RELAYS=()
 cleanup() {
     local rc=$?
     trap - EXIT
-    [[ -n $BG ]] && kill "$BG" 2>/dev/null
+    # (if, not &&: a kill of a process that has already exited must not end the clean-up
+    # under set -e, leaving the brokers running)
+    if [[ -n $BG ]]; then kill "$BG" 2>/dev/null || true; fi
     local relay
     for relay in "${RELAYS[@]}"; do stop_pid "$relay" TERM 5; done
     if [[ -n $BROKER_SH ]]; then stop_pid "$BROKER_SH" TERM 40; fi
@@ -122,12 +124,14 @@ start_broker() {
     KWIRE_BROKER_INFO=$WORK/broker.env KWIRE_BROKER_LOG=$WORK/broker.log KWIRE_BROKER_PROPS="$(printf '%s\n' "$@")" \
         "$REPO/testbed/run-broker" >"$WORK/run-broker.out" 2>&1 &
     BROKER_SH=$!
-    for _ in $(seq 1 240); do
-        [[ -f $WORK/broker.env ]] && break
+    # BROKER_START_SECONDS (testbed/lib.sh): a failure bound, not a speed check.
+    local t0=$SECONDS
+    while [[ ! -f $WORK/broker.env ]]; do
         kill -0 "$BROKER_SH" 2>/dev/null || { cat "$WORK/run-broker.out" >&2; fail "the broker did not start"; }
+        (( SECONDS - t0 < BROKER_START_SECONDS )) || { cat "$WORK/run-broker.out" >&2
+            fail "run-broker wrote no broker.env (the broker listening) within $BROKER_START_SECONDS s"; }
         sleep 0.5
     done
-    [[ -f $WORK/broker.env ]] || fail "the broker was not ready after 120 s"
     source "$WORK/broker.env"
     PORT=$BROKER_PORT
     note "broker on 127.0.0.1:$PORT"
@@ -145,13 +149,15 @@ start_two_brokers() {
             "$REPO/testbed/run-broker" >"$WORK/run-broker$n.out" 2>&1 &
         if (( n == 1 )); then BROKER_SH=$!; else BROKER_SH2=$!; fi
     done
-    for _ in $(seq 1 240); do
-        [[ -f $WORK/broker1.env && -f $WORK/broker2.env ]] && break
+    # BROKER_START_SECONDS (testbed/lib.sh): a failure bound, not a speed check.
+    local t0=$SECONDS
+    until [[ -f $WORK/broker1.env && -f $WORK/broker2.env ]]; do
         kill -0 "$BROKER_SH" 2>/dev/null || { cat "$WORK/run-broker1.out" >&2; fail "the first broker did not start"; }
         kill -0 "$BROKER_SH2" 2>/dev/null || { cat "$WORK/run-broker2.out" >&2; fail "the second broker did not start"; }
+        (( SECONDS - t0 < BROKER_START_SECONDS )) || { cat "$WORK/run-broker1.out" "$WORK/run-broker2.out" >&2
+            fail "run-broker wrote no broker1.env and broker2.env (both brokers listening) within $BROKER_START_SECONDS s"; }
         sleep 0.5
     done
-    [[ -f $WORK/broker1.env && -f $WORK/broker2.env ]] || fail "the brokers were not ready after 120 s"
     source "$WORK/broker2.env"
     PORT2=$BROKER_PORT
     # With KWIRE_BROKER_SSL=1 each broker has its own listeners and CA.
@@ -175,11 +181,35 @@ replay() {
 # json EXPR: evaluates a Python expression over the report (as r); $REPORT, if set, names it.
 json() { python3 -c "import json,sys; r=json.load(open('${REPORT:-$WORK/report.json}')); print($1)"; }
 
+# Whether $BG, or a process below it (java may be a wrapper script), has a connection to the broker.
+describe_connected() {
+    local pid
+    for pid in $(ss -tnp state established "( dport = :$PORT )" 2>/dev/null | grep -o 'pid=[0-9]*' | cut -d= -f2); do
+        while [[ -n $pid ]] && (( pid > 1 )); do
+            (( pid == BG )) && return 0
+            pid=$(ps -o ppid= -p "$pid" 2>/dev/null | tr -d ' ' || true)
+        done
+    done
+    return 1
+}
+
 # describe GROUP MEMBERS: in the background, Admin waits for the group to be Stable.
+# Returns once that Admin client is connected to the broker: the group is Stable only
+# while the replayed member is in it (about 14 s of demo.pcapng), so the describing must
+# be under way when the replay starts, however long the JVM takes to start.
 describe_bg() {
+    command -v ss >/dev/null || fail "'ss' not found (Debian package iproute2)"
     java -cp "$TESTBED_CP" "${TESTBED_LOG_OPTS[@]}" kwire.testbed.DescribeGroup "127.0.0.1:$PORT" group="$1" \
-        wait-members="$2" wait-seconds=60 >"$WORK/describe.out" 2>&1 &
+        wait-members="$2" wait-seconds=180 >"$WORK/describe.out" 2>&1 &
     BG=$!
+    local t0=$SECONDS
+    until describe_connected; do
+        kill -0 "$BG" 2>/dev/null || { cat "$WORK/describe.out" >&2; fail "DescribeGroup exited before it connected to the broker"; }
+        # A failure bound, not a speed check.
+        (( SECONDS - t0 < 120 )) || { cat "$WORK/describe.out" >&2
+            fail "DescribeGroup (pid $BG) had no connection to 127.0.0.1:$PORT within 120 s"; }
+        sleep 0.2
+    done
 }
 
 expect_clean() {
@@ -502,8 +532,14 @@ tls-clean|tls-python-clean)
             RELAYS+=($!)
         done
         for n in 1 2; do
-            for _ in $(seq 1 40); do grep -q '^relay: listening' "$WORK/relay$n.out" && break; sleep 0.25; done
-            grep -q '^relay: listening' "$WORK/relay$n.out" || { cat "$WORK/relay$n.out" >&2; fail "the TLS relay $n did not start"; }
+            # A failure bound, not a speed check (480 x 0.25 s); the file may not exist yet.
+            for _ in $(seq 1 480); do
+                grep -qs '^relay: listening' "$WORK/relay$n.out" && break
+                kill -0 "${RELAYS[n - 1]}" 2>/dev/null || break
+                sleep 0.25
+            done
+            grep -qs '^relay: listening' "$WORK/relay$n.out" || { cat "$WORK/relay$n.out" >&2
+                fail "the TLS relay $n printed no 'relay: listening' line within 120 s, or exited"; }
         done
         runs=(1:recorded:python-tls13 1:recorded:python-tls12-cbc 1:recorded:python-etm
               2:fast:python-tls13 2:fast:python-tls12-cbc 2:fast:python-etm)
