@@ -11,6 +11,11 @@
 -- Not here, unlike the C plugin: snappy, lz4 and zstd record batches (gzip is
 -- decompressed with Wireshark's own zlib), records inside compressed legacy
 -- message sets, and spec overlays.
+--
+-- Its statistics are the C plugin's, counted alike: tshark -z kwire,srt and
+-- -z kwire,tree print the same text. Lua cannot register into Wireshark's
+-- service response time and stats_tree frameworks, so in Wireshark they are
+-- text windows under Statistics > Kafka (kwire.lua), not the usual dialogs.
 
 -- Installed (make install, the .deb), this file sits in Wireshark's global
 -- Lua folder beside kwire.so and steps aside when the C plugin is loaded:
@@ -552,7 +557,16 @@ decode_field = function(R, tree, desc, parent_abbrev, depth, parent_path, elemen
     else value = uuid_text(range) end
     R.pos = start + n
     local item = add_value(R, tree, F, range, value)
-    if has(d[5], ERROR_CODE) and not element and R.inner == 0 then note_error_code(R, tree, item, range, F, value) end
+    if has(d[5], ERROR_CODE) and not element and R.inner == 0 then
+      note_error_code(R, tree, item, range, F, value)
+      if R.stats and t == INT16 then
+        -- For the statistics: the code and where it sits (a child of the
+        -- body, inside a partition's entry, inside another entry).
+        local errs = R.stats.errors
+        errs[#errs + 1] = depth == 1 and 1 or (R.stats.partitions > 0 and 2 or 3)
+        errs[#errs + 1] = value
+      end
+    end
     note_summary(R, depth, d, value, path, element)
     return true
   end
@@ -593,6 +607,7 @@ decode_field = function(R, tree, desc, parent_abbrev, depth, parent_path, elemen
       tree:add(F.pf, whole, s)
       note_summary(R, depth, d, s, path, element)
       if depth == 1 and not element and R.inner == 0 then R.raw[d[1]] = raw end
+      if depth == 0 and R.stats and R.inner == 0 and d[1] == "ClientId" then R.stats.client_id = s end
       -- JoinGroup and SyncGroup name their protocol type before the payloads.
       if R.nest_api and d[1] == "ProtocolType" then
         R.protocol_type = raw
@@ -649,14 +664,20 @@ decode_field = function(R, tree, desc, parent_abbrev, depth, parent_path, elemen
       return fail(R, start, d[1] .. ": array length " .. count .. " cannot fit in the " .. left .. " bytes left")
     end
     local list = tree:add(tvb(start, 0), string.format("%s (%d)", d[1], count))
+    -- For the statistics: error codes inside a partition's entry.
+    local stats = R.stats
+    local partitions = stats ~= nil and not element and d[1]:find("Partition", 1, true) ~= nil
+    if partitions then stats.partitions = stats.partitions + 1 end
+    local ok = true
     for k = 0, count - 1 do
       if not decode_field(R, list, desc, parent_abbrev, depth, path, k) then
-        list:set_len(R.pos - start)
-        return false
+        ok = false
+        break
       end
     end
+    if partitions then stats.partitions = stats.partitions - 1 end
     list:set_len(R.pos - start)
-    return true
+    return ok
   end
   return fail(R, start, d[1] .. ": type " .. t .. " cannot appear in a message")
 end
@@ -835,7 +856,14 @@ end
 local f_tcp_stream = Field.new("tcp.stream")
 local connections = {}     -- connection_key() -> {server, stream, pending, dead, sasl_raw}
 local pdu_infos = {}       -- frame number -> list of what the first pass learnt, per PDU
-local known_brokers = {}   -- "address:port" of endpoints that answered Kafka requests
+-- "address:port" of endpoints that answered Kafka requests, on plain TCP
+-- (known_brokers[false]) and inside TLS (known_brokers[true]) apart: a broker
+-- port learnt from decrypted TLS is a TLS port, and its next connections
+-- belong to Wireshark's TLS dissector first.
+local known_brokers = {[false] = {}, [true] = {}}
+-- connection_key() -> {stream}: TCP connections that kwire passes on to TLS
+-- (see kwire.dissector).
+local tls_handoffs = {}
 -- Group id -> whether its JoinGroup requests named protocol type "consumer",
 -- learnt on the first pass in packet order: a SyncGroup before v5 does not
 -- say. Forgotten wholesale when it gets large.
@@ -845,7 +873,8 @@ local MAX_GROUPS = 65536
 function kwire.init()
   connections = {}
   pdu_infos = {}
-  known_brokers = {}
+  known_brokers = {[false] = {}, [true] = {}}
+  tls_handoffs = {}
   consumer_groups, consumer_group_count = {}, 0
 end
 
@@ -876,9 +905,11 @@ local function connection_of(pinfo)
   return c
 end
 
-local function new_connection(pinfo, dst_is_server)
+-- `tls`: whether the connection is inside TLS (kwire reads what Wireshark's
+-- TLS dissector decrypted) or on plain TCP.
+local function new_connection(pinfo, dst_is_server, tls)
   local c = {server = dst_is_server and endpoint(pinfo.dst, pinfo.dst_port) or endpoint(pinfo.src, pinfo.src_port),
-             stream = tcp_stream(), pending = {}, dead = {false, false}}
+             stream = tcp_stream(), pending = {}, dead = {false, false}, tls = tls}
   connections[connection_key(pinfo)] = c
   return c
 end
@@ -891,6 +922,51 @@ local function next_pdu_index(pinfo)
   local n = (tonumber(pinfo.private.kwire_pdus) or 0) + 1
   pinfo.private.kwire_pdus = tostring(n)
   return n
+end
+
+-- ---- Statistics: what each PDU gives them -----------------------------------------
+
+-- The statistics (-z kwire,srt and -z kwire,tree, and their windows) read,
+-- for each frame, a plain record per PDU that kwire decoded in this
+-- dissection of the frame (stats_pdus, of frame stats_frame): the Lua
+-- version of the C plugin's tap records. Made only while a statistics
+-- listener is active (stats_users).
+local stats_users = 0
+local stats_frame, stats_pdus = nil, nil
+
+-- The time from a matched response's request to it, in nanoseconds.
+-- pinfo.abs_ts is a double: near 1.7e9 s it keeps a quarter microsecond;
+-- rel_ts (since the first frame) keeps nanoseconds, unless a time reference
+-- between the two frames moved it.
+local function response_time_ns(pinfo, info)
+  local abs = pinfo.abs_ts - info.request_ts
+  local d = abs
+  if info.request_rel then
+    local rel = pinfo.rel_ts - info.request_rel
+    if math.abs(rel - abs) < 2e-6 then d = rel end
+  end
+  return math.floor(d * 1e9 + 0.5)
+end
+
+-- The record of a decoded PDU (the C plugin's TapPdu).
+local function stats_record(R, info, pinfo)
+  local rec = {request = info.request, api_key = -1, api_version = -1}
+  if info.request then
+    rec.api_key, rec.api_version = R.api_key or -1, R.api_version or -1
+  else
+    rec.api_key, rec.api_version = info.api or -1, info.version or -1
+  end
+  if info.not_kafka then
+    rec.not_kafka = info.note or "not Kafka"
+    return rec
+  end
+  rec.unmatched = not info.request and info.unmatched == true
+  rec.matched = not info.request and not info.unmatched and info.peer_frame ~= nil
+  rec.malformed = #R.errs > 0
+  if rec.matched then rec.srt = response_time_ns(pinfo, info) end
+  if info.request then rec.client_id = R.stats.client_id end
+  rec.errors = R.stats.errors   -- level, code, level, code...
+  return rec
 end
 
 local function plausible_request(tvb)
@@ -925,14 +1001,14 @@ local function classify(c, pinfo, tvb, info)
     if len >= 12 then
       if #c.pending >= 4096 then table.remove(c.pending, 1) end
       c.pending[#c.pending + 1] = {corr = tvb(8, 4):int(), api = tvb(4, 2):int(), version = tvb(6, 2):int(),
-                                   info = info, frame = pinfo.number, ts = pinfo.abs_ts}
+                                   info = info, frame = pinfo.number, ts = pinfo.abs_ts, rel = pinfo.rel_ts}
     end
     return
   end
   local corr = len >= 8 and tvb(4, 4):int() or 0
   for i, p in ipairs(c.pending) do
     if p.corr == corr then
-      info.api, info.version, info.peer_frame, info.request_ts = p.api, p.version, p.frame, p.ts
+      info.api, info.version, info.peer_frame, info.request_ts, info.request_rel = p.api, p.version, p.frame, p.ts, p.rel
       info.hint = p.info.hint   -- what the request said about the response's payloads
       p.info.peer_frame = pinfo.number
       for _ = 1, i do table.remove(c.pending, 1) end
@@ -1039,6 +1115,7 @@ local function dissect_pdu(tvb, pinfo, tree)
   if not c then return 0 end
   local pdu_index = next_pdu_index(pinfo)
   local first_pass = not pinfo.visited
+  if stats_users > 0 and pdu_index == 1 then stats_frame, stats_pdus = pinfo.number, {} end
   local infos = pdu_infos[pinfo.number]
   if not infos then
     infos = {}
@@ -1055,6 +1132,7 @@ local function dissect_pdu(tvb, pinfo, tree)
   local len = tvb:captured_len()
   local size = len >= 4 and tvb(0, 4):int() or 0
   local R = new_run(tvb, len)
+  if stats_users > 0 then R.stats = {errors = {}, partitions = 0} end
   pinfo.cols.protocol = "kwire"
   local top = tree:add(kwire, tvb())
   top:add(f_length, tvb(0, math.min(4, len)), size)
@@ -1100,14 +1178,17 @@ local function dissect_pdu(tvb, pinfo, tree)
       top:add(f_api_version, tvb(6, 2), R.api_version):set_generated()
       if R.api_name then top:add(f_api_name, tvb(4, 2), R.api_name):set_generated() end
     end
-    local corr_item = top:add(f_correlation_id, tvb(info.request and 8 or 4, len >= 8 and 4 or 0), R.corr)
+    -- A request of 8 to 11 bytes has no correlation id to point at (a Lua
+    -- range cannot run past the end).
+    local corr_at = math.min(info.request and 8 or 4, len)
+    local corr_item = top:add(f_correlation_id, tvb(corr_at, len >= corr_at + 4 and 4 or 0), R.corr)
     corr_item:set_generated()
     if info.request and info.peer_frame then top:add(f_response_in, tvb(0, 0), info.peer_frame):set_generated() end
     if not info.request and info.peer_frame then
       top:add(f_request_in, tvb(0, 0), info.peer_frame):set_generated()
-      local delta = pinfo.abs_ts - info.request_ts
-      local secs = math.floor(delta)
-      top:add(f_time, tvb(0, 0), NSTime.new(secs, math.floor((delta - secs) * 1e9 + 0.5))):set_generated()
+      local ns = response_time_ns(pinfo, info)
+      local secs = math.floor(ns / 1e9)
+      top:add(f_time, tvb(0, 0), NSTime.new(secs, ns - secs * 1e9)):set_generated()
     end
     if info.unmatched then corr_item:add_proto_expert_info(ei_unmatched) end
 
@@ -1141,10 +1222,11 @@ local function dissect_pdu(tvb, pinfo, tree)
       end
     end
     if first_pass and not info.request and not info.unmatched then
-      known_brokers[endpoint(pinfo.src, pinfo.src_port)] = true
+      known_brokers[c.tls][endpoint(pinfo.src, pinfo.src_port)] = true
     end
   end
 
+  if R.stats and stats_frame == pinfo.number then stats_pdus[#stats_pdus + 1] = stats_record(R, info, pinfo) end
   local text = summary(R, info)
   top:append_text(", " .. text)
   if pdu_index == 1 then pinfo.cols.info = text else pinfo.cols.info:append(" | " .. text) end
@@ -1165,6 +1247,31 @@ local function pdu_length(tvb, pinfo, offset)
   return size + 4
 end
 
+-- A TLS record header (content type 20-23, version 3.0-3.4, a length TLS
+-- allows): read as a Kafka size prefix it is more than 335 MB, past
+-- MAX_MESSAGE, so no Kafka stream starts like this.
+local function looks_like_tls(tvb)
+  if tvb:captured_len() < 5 then return false end
+  local t = tvb(0, 1):uint()
+  return t >= 0x14 and t <= 0x17 and tvb(1, 1):uint() == 3 and tvb(2, 1):uint() <= 4 and
+    tvb(3, 2):uint() <= 16384 + 2048
+end
+
+-- Whether a dissector-table call is on decrypted TLS: Wireshark's TLS
+-- dissector calls kwire through tls.port (Decode As tls.port==P,kwire), TCP
+-- through tcp.port. Lua has no pinfo.layers to ask; a Dissector shows as its
+-- protocol's short name.
+local tls_port_table = DissectorTable.get("tls.port")
+local kwire_handle_name
+local function on_tls_port(port)
+  if not kwire_handle_name then
+    local found, handle = pcall(Dissector.get, "kwire")
+    kwire_handle_name = found and handle and tostring(handle) or "KWIRE"
+  end
+  local found, handle = pcall(tls_port_table.get_dissector, tls_port_table, port)
+  return found and handle ~= nil and tostring(handle) == kwire_handle_name
+end
+
 -- The heuristics below call this function itself, not kwire.dissector: read
 -- back, that is kwire's dissector handle, and a call through a handle is
 -- one more dissector layer, which takes the reassembly that TCP or TLS
@@ -1174,33 +1281,93 @@ end
 local function dissect(tvb, pinfo, tree)
   local c = connection_of(pinfo)
   if not c then
+    -- Never Kafka (see looks_like_tls); TLS on plain TCP goes to Wireshark's
+    -- TLS dissector (kwire.dissector below).
+    if looks_like_tls(tvb) then return 0 end
     -- A port of tcp.port or tls.port (decrypted TLS) is the broker's.
+    local tls = on_tls_port(pinfo.match_uint)
     c = new_connection(pinfo, pinfo.dst_port == 9092 or pinfo.match_uint == pinfo.dst_port or
-      known_brokers[endpoint(pinfo.dst, pinfo.dst_port)] ~= nil)
+      known_brokers[tls][endpoint(pinfo.dst, pinfo.dst_port)] ~= nil, tls)
   end
   dissect_tcp_pdus(tvb, tree, 4, pdu_length, dissect_pdu, true)
   return tvb:len()
 end
-kwire.dissector = dissect
+
+-- TLS on a port of tcp.port (9092, Decode As tcp.port==P,kwire) is not
+-- kwire's: its connection goes to Wireshark's TLS dissector, which decrypts
+-- it (given a key log) and hands kwire the Kafka inside (tls_heuristic
+-- below), as the C plugin does. Lua cannot give the TCP conversation to TLS
+-- (pinfo.conversation takes a Lua Proto only), so the conversation becomes
+-- kwire's and kwire passes each segment on to TLS, with the reassembly TCP
+-- offers (a call through a handle is one more layer, which takes it away:
+-- can_desegment given back one, as Wireshark's SOCKS dissector does).
+-- Merely rejecting the first segment would leave it to the port tables and
+-- TCP's heuristics, where a dissector on the client port (EtherCAT's on
+-- 34980, say) can take it before TLS's heuristic.
+local tls_handle = nil
+do
+  local found, handle = pcall(Dissector.get, "tls")
+  if found then tls_handle = handle end
+end
+local in_tls_handoff = false
+
+local function tls_handoff_of(pinfo)
+  local h = tls_handoffs[connection_key(pinfo)]
+  if h and not pinfo.visited and h.stream ~= nil then
+    local stream = tcp_stream()
+    if stream ~= nil and stream ~= h.stream then return nil end
+  end
+  return h
+end
+
+-- Called by the dissector tables (tcp.port, tls.port) and as the
+-- conversation's dissector.
+kwire.dissector = function(tvb, pinfo, tree)
+  -- A table call while kwire passes a segment on to TLS comes from inside it
+  -- (tls.port==P,kwire with the same port in tcp.port).
+  if tls_handle and not in_tls_handoff then
+    local h = next(tls_handoffs) ~= nil and tls_handoff_of(pinfo) or nil
+    if not h and looks_like_tls(tvb) and not connection_of(pinfo) then
+      h = {stream = tcp_stream()}
+      tls_handoffs[connection_key(pinfo)] = h
+      pinfo.conversation = kwire
+    end
+    if h then
+      local can = pinfo.can_desegment
+      if can > 0 then pinfo.can_desegment = can + 1 end
+      in_tls_handoff = true
+      local ok, len = pcall(tls_handle.call, tls_handle, tvb, pinfo, tree)
+      in_tls_handoff = false
+      pinfo.can_desegment = can
+      if not ok then error(len, 0) end
+      return len
+    end
+  end
+  return dissect(tvb, pinfo, tree)
+end
 
 -- Any port: a connection is Kafka when its first bytes are a request kwire
--- knows, or when it talks to a broker endpoint already seen answering.
-local function recognise(tvb, pinfo)
+-- knows, or when it talks to a broker endpoint already seen answering on the
+-- same layer (`tls`: inside TLS, else plain TCP). A TCP segment that starts
+-- with a TLS record is never taken: the TLS dissector's, whatever its port.
+local function recognise(tvb, pinfo, tls)
   if not connection_of(pinfo) then
     if not kwire.prefs.heuristic then return false end
-    local dst_broker = known_brokers[endpoint(pinfo.dst, pinfo.dst_port)] ~= nil
-    local src_broker = not dst_broker and known_brokers[endpoint(pinfo.src, pinfo.src_port)] ~= nil
+    if not tls and looks_like_tls(tvb) then return false end
+    local brokers = known_brokers[tls]
+    local dst_broker = brokers[endpoint(pinfo.dst, pinfo.dst_port)] ~= nil
+    local src_broker = not dst_broker and brokers[endpoint(pinfo.src, pinfo.src_port)] ~= nil
     if not dst_broker and not src_broker then
       if not plausible_request(tvb) then return false end
       dst_broker = true
     end
-    new_connection(pinfo, dst_broker)
+    new_connection(pinfo, dst_broker, tls)
   end
   return true
 end
 
 local function heuristic(tvb, pinfo, tree)
-  if not recognise(tvb, pinfo) then return false end
+  if not recognise(tvb, pinfo, false) then return false end
   pinfo.conversation = kwire
   dissect(tvb, pinfo, tree)
   return true
@@ -1208,7 +1375,7 @@ end
 
 -- Inside TLS (Wireshark decrypts with a key log): the TCP conversation stays TLS's.
 local function tls_heuristic(tvb, pinfo, tree)
-  if not recognise(tvb, pinfo) then return false end
+  if not recognise(tvb, pinfo, true) then return false end
   dissect(tvb, pinfo, tree)
   return true
 end
@@ -1217,3 +1384,355 @@ DissectorTable.get("tcp.port"):add(9092, kwire)
 kwire:register_heuristic("tcp", heuristic)
 DissectorTable.get("tls.port"):add_for_decode_as(kwire)
 kwire:register_heuristic("tls", tls_heuristic)
+
+-- ---- Statistics ------------------------------------------------------------------
+
+-- The C plugin's statistics, from the records dissect_pdu makes (see
+-- stats_record): Service Response Time (tshark -z kwire,srt) and the Kafka
+-- stats tree (tshark -z kwire,tree), printed as Wireshark prints those of
+-- the C plugin. Lua cannot register into Wireshark's SRT or stats_tree
+-- frameworks: a frame tap listener counts, and draws the same text (tshark)
+-- or shows it in a text window (Wireshark: Statistics > Kafka (kwire.lua)).
+
+local SRT_VERSIONS = 64
+local SRT_APIS = 0        -- rows of the table by API: 0 to the highest api key known
+for key in pairs(API_NAMES) do
+  if key + 1 > SRT_APIS then SRT_APIS = key + 1 end
+end
+-- The table by API and version: a row for each version of each api key up
+-- to the newest request the specs know, numbered in api key and version
+-- order. SRT_ROW[api key * SRT_VERSIONS + version] = row; SRT_ROW_NAME[row].
+local SRT_ROW, SRT_ROW_NAME = {}, {}
+do
+  local newest = {}
+  for k in pairs(M) do
+    if k % 2 == 0 then
+      local key, version = math.floor(k / 131072), (k % 131072) / 2
+      if not newest[key] or version > newest[key] then newest[key] = version end
+    end
+  end
+  local rows = 0
+  for key = 0, SRT_APIS - 1 do
+    for version = 0, math.min(newest[key] or -1, SRT_VERSIONS - 1) do
+      SRT_ROW[key * SRT_VERSIONS + version] = rows
+      SRT_ROW_NAME[rows] = (API_NAMES[key] or ("api " .. key)) .. " v" .. version
+      rows = rows + 1
+    end
+  end
+end
+
+local function api_label(key) return API_NAMES[key] or ("api " .. key) end
+
+-- A time as Wireshark's tshark prints an nstime: seconds, then microseconds
+-- rounded (C division, toward zero).
+local function trunc(x) if x >= 0 then return math.floor(x) end return -math.floor(-x) end
+local function srt_time(ns)
+  local secs = trunc(ns / 1e9)
+  return secs, trunc((ns - secs * 1e9 + 500) / 1000)
+end
+
+local function srt_add(rows, index, ns)
+  local r = rows[index]
+  if not r then
+    r = {num = 0, min = ns, max = ns, tot = 0}
+    rows[index] = r
+  end
+  if ns < r.min then r.min = ns end
+  if ns > r.max then r.max = ns end
+  r.tot = r.tot + ns
+  r.num = r.num + 1
+end
+
+-- Wireshark's ui/cli/tap-srt.c layout: a table per way of counting, a row
+-- per API (indexed by api key) and per API and version (SRT_ROW) with
+-- exchanges.
+local function srt_table(out, filter, column, rows, name_of)
+  out[#out + 1] = "Filter: " .. filter .. "\n"
+  out[#out + 1] = string.format("Index  %-22s Calls    Min SRT    Max SRT    Avg SRT    Sum SRT\n", column)
+  local keys = {}
+  for k in pairs(rows) do keys[#keys + 1] = k end
+  table.sort(keys)
+  for _, k in ipairs(keys) do
+    local r = rows[k]
+    local sum = math.floor((r.tot + 500) / 1000)
+    local avg = math.floor((math.floor(r.tot / r.num) + 500) / 1000)
+    local min_s, min_us = srt_time(r.min)
+    local max_s, max_us = srt_time(r.max)
+    out[#out + 1] = string.format("%5d  %-22s %6d %3d.%06d %3d.%06d %3d.%06d %3d.%06d\n", k, name_of(k), r.num,
+      min_s, min_us, max_s, max_us, math.floor(avg / 1e6), avg % 1e6, math.floor(sum / 1e6), sum % 1e6)
+  end
+end
+
+local function new_srt()
+  local self = {}
+  local by_api, by_version
+  function self.reset() by_api, by_version = {}, {} end
+  self.reset()
+  function self.frame(_, pdus)
+    for _, p in ipairs(pdus) do
+      if p.matched and p.api_key >= 0 and p.api_key < SRT_APIS then
+        srt_add(by_api, p.api_key, p.srt)
+        local row = p.api_version >= 0 and p.api_version < SRT_VERSIONS and SRT_ROW[p.api_key * SRT_VERSIONS + p.api_version]
+        if row then srt_add(by_version, row, p.srt) end
+      end
+    end
+  end
+  function self.text()
+    local out = {"\n", string.rep("=", 67), "\n", "kwire SRT Statistics:\n"}
+    srt_table(out, "kwire.api_key", "API", by_api, api_label)
+    out[#out + 1] = "\n"
+    srt_table(out, "", "API and version", by_version, function(row) return SRT_ROW_NAME[row] end)
+    out[#out + 1] = string.rep("=", 66) .. "\n"
+    return table.concat(out)
+  end
+  return self
+end
+
+-- The stats tree: nodes counted as Wireshark's stats_tree counts them
+-- (epan/stats_tree.c), with its rate, percent and burst columns (the burst
+-- preferences at their defaults: 5 ms buckets, a 100 ms window).
+local ST_TOPS = {"Requests by API and version", "Responses by API and version",
+                 "Responses whose request is not in the capture", "Error codes (top level), by API",
+                 "Error codes (per partition), by API", "Error codes (per topic, group or other entry), by API",
+                 "Requests by client id and API", "Malformed messages by API", "Not Kafka segments, by reason"}
+local ST_REQ, ST_RESP, ST_UNMATCHED, ST_ERRORS, ST_CLIENTS, ST_MALFORMED, ST_NOT_KAFKA = 1, 2, 3, 4, 7, 8, 9
+local BURST_RESOLUTION, BURST_WINDOW = 5, 100
+
+local function st_node(name, parent)
+  local head = {count = 0, no = 0, start = 0}
+  return {name = name, parent = parent, count = 0, children = {}, index = {}, bh = head, bt = head, bcount = 0,
+          max_burst = 0, burst_time = -1}
+end
+
+-- update_burst_calc of epan/stats_tree.c: counts per 5 ms bucket, the
+-- highest sum over a 100 ms window and where it started.
+local function burst(node, now)
+  local current = math.floor(now / BURST_RESOLUTION)
+  local window = BURST_WINDOW / BURST_RESOLUTION
+  if current > node.bt.no then
+    local b = {count = 1, no = current, start = now, prev = node.bt}
+    node.bt.next = b
+    node.bt = b
+    node.bcount = node.bcount + 1
+    while current >= node.bh.no + window do
+      local old = node.bh
+      node.bh = old.next
+      node.bh.prev = nil
+      node.bcount = node.bcount - old.count
+    end
+  elseif current < node.bh.no then
+    if current + window > node.bt.no then
+      local b = {count = 1, no = current, start = now, next = node.bh}
+      node.bh.prev = b
+      node.bh = b
+      node.bcount = node.bcount + 1
+    end
+  else
+    local search = node.bt
+    while current < search.no do search = search.prev end
+    if current == search.no then
+      search.count = search.count + 1
+      if search.start > now then search.start = now end
+    else
+      local b = {count = 1, no = current, start = now, prev = search, next = search.next}
+      search.next = b
+      b.next.prev = b
+    end
+    node.bcount = node.bcount + 1
+  end
+  if node.bcount > node.max_burst then
+    node.max_burst = node.bcount
+    node.burst_time = node.bh.start
+  end
+end
+
+-- strcmp, as stats_tree sorts names (its preference st_sort_casesensitive
+-- is on by default); Lua's own string comparison follows the locale.
+local function byte_cmp(a, b)
+  for i = 1, math.min(#a, #b) do
+    local x, y = a:byte(i), b:byte(i)
+    if x ~= y then return x - y end
+  end
+  return #a - #b
+end
+
+local function new_tree()
+  local self = {}
+  local root, tops, start, now, elapsed
+  function self.reset()
+    root = st_node("Kafka", nil)
+    tops = {}
+    for i, name in ipairs(ST_TOPS) do
+      tops[i] = st_node(name, root)
+      root.children[i] = tops[i]
+    end
+    start, now, elapsed = -1, 0, 0
+  end
+  self.reset()
+
+  local function tick(node)
+    node.count = node.count + 1
+    burst(node, now)
+    return node
+  end
+  -- tick_stat_node below `parent`: its child `name`, made on first use.
+  local function tick_child(parent, name)
+    local node = parent.index[name]
+    if not node then
+      node = st_node(name, parent)
+      parent.index[name] = node
+      parent.children[#parent.children + 1] = node
+    end
+    return tick(node)
+  end
+
+  local function pdu(p)
+    if p.not_kafka then
+      tick(tops[ST_NOT_KAFKA])
+      tick_child(tops[ST_NOT_KAFKA], p.not_kafka)
+      return
+    end
+    if p.unmatched then
+      tick(tops[ST_UNMATCHED])
+      return
+    end
+    if p.api_key < 0 then   -- a request too short or broken to name
+      tick(tops[ST_MALFORMED])
+      tick_child(tops[ST_MALFORMED], "(no api key)")
+      return
+    end
+    local api = api_label(p.api_key)
+    local top = p.request and tops[ST_REQ] or tops[ST_RESP]
+    tick(top)
+    tick_child(tick_child(top, api), "v" .. p.api_version)
+    if p.request then
+      tick(tops[ST_CLIENTS])
+      local id = p.client_id == nil and "(null)" or (p.client_id == "" and "(empty)" or p.client_id)
+      tick_child(tick_child(tops[ST_CLIENTS], id), api)
+    end
+    local errors = p.errors
+    for level = 1, 3 do
+      for i = 1, #errors, 2 do
+        if errors[i] == level then
+          local code = errors[i + 1]
+          tick(tops[ST_ERRORS + level - 1])
+          tick_child(tick_child(tops[ST_ERRORS + level - 1], ERROR_NAMES[code] or ("unknown error " .. code)), api)
+        end
+      end
+    end
+    if p.malformed then
+      tick(tops[ST_MALFORMED])
+      tick_child(tops[ST_MALFORMED], api)
+    end
+  end
+
+  function self.frame(pinfo, pdus)
+    -- nstime_to_msec(&pinfo->rel_ts), from the double Lua has.
+    local rel = pinfo.rel_ts
+    local secs = math.floor(rel)
+    local nsecs = math.floor((rel - secs) * 1e9 + 0.5)
+    now = secs * 1000 + nsecs / 1e6
+    if start < 0 then start = now end
+    elapsed = now - start
+    for _, p in ipairs(pdus) do pdu(p) end
+  end
+
+  -- stats_tree_format_as_str(ST_FORMAT_PLAIN), children by count, highest
+  -- first (ties: names in reverse byte order), as tshark sorts them.
+  local function pad(text, width)
+    if #text >= width then return text end
+    return text .. string.rep(" ", width - #text)
+  end
+  local function max_name(node, indent)
+    local m = #node.name + indent
+    for _, child in ipairs(node.children) do
+      local l = max_name(child, indent + 1)
+      if l > m then m = l end
+    end
+    return m
+  end
+  local function values(node)
+    local rate = elapsed ~= 0 and string.format("%.4f", node.count / elapsed) or ""
+    local percent
+    if node.parent.count > 0 then percent = string.format("%.2f%%", node.count * 100.0 / node.parent.count)
+    elseif node.parent == root then percent = "100%"
+    else percent = "" end
+    local burst_rate, burst_start = "-", "-"
+    if node.max_burst > 0 then
+      burst_rate = string.format("%.4f", node.max_burst / BURST_WINDOW)
+      burst_start = string.format("%.3f", node.burst_time / 1000.0)
+    end
+    return {tostring(node.count), "", "", "", rate, percent, burst_rate, burst_start}
+  end
+  local function format(out, node, indent, width)
+    local line = {string.rep(" ", indent), pad(node.name, width - indent)}
+    for _, v in ipairs(values(node)) do line[#line + 1] = " " .. pad(v, 13) end
+    out[#out + 1] = table.concat(line) .. "\n"
+    local children = {}
+    for i, child in ipairs(node.children) do children[i] = child end
+    table.sort(children, function(a, b)
+      if a.count ~= b.count then return a.count > b.count end
+      return byte_cmp(a.name, b.name) > 0
+    end)
+    for _, child in ipairs(children) do format(out, child, indent + 1, width) end
+  end
+  function self.text()
+    local width = max_name(root, 0)
+    local columns = {"Count", "Average", "Min Val", "Max Val", "Rate (ms)", "Percent", "Burst Rate", "Burst Start"}
+    local sep = width + #columns * 14
+    local out = {"\n", string.rep("=", sep), "\n", root.name, ":\n", pad("Topic / Item", width)}
+    for _, c in ipairs(columns) do out[#out + 1] = " " .. pad(c, 13) end
+    out[#out + 1] = "\n" .. string.rep("-", sep) .. "\n"
+    for _, top in ipairs(tops) do format(out, top, 0, width) end
+    out[#out + 1] = "\n" .. string.rep("-", sep) .. "\n"
+    return table.concat(out)
+  end
+  return self
+end
+
+-- A listener on every frame (with the filter of -z kwire,srt,FILTER) that
+-- hands `stats` the records of the frame's PDUs; `show` gets the text.
+-- pinfo.private.kwire_pdus says that kwire saw PDUs in this dissection of
+-- the frame, which is what stats_pdus holds.
+local function listen(stats, filter, show)
+  local listener = Listener.new("frame", filter)
+  stats_users = stats_users + 1
+  function listener.packet(pinfo)
+    if stats_pdus and stats_frame == pinfo.number and pinfo.private.kwire_pdus then stats.frame(pinfo, stats_pdus) end
+  end
+  function listener.draw() show(stats.text()) end
+  function listener.reset() stats.reset() end
+  return listener
+end
+
+local function stat_filter(arg, name)
+  local filter = arg:sub(#name + 1)
+  if filter:sub(1, 1) == "," then filter = filter:sub(2) end
+  if filter == "" then return nil end
+  return filter
+end
+
+-- tshark -z kwire,srt[,FILTER] and -z kwire,tree[,FILTER], free while kwire.lua
+-- is the dissector (it steps aside where the C plugin registers them).
+local function write(text)
+  io.write(text)
+  io.stdout:flush()
+end
+register_stat_cmd_arg("kwire,srt", function(arg) listen(new_srt(), stat_filter(arg, "kwire,srt"), write) end)
+register_stat_cmd_arg("kwire,tree", function(arg) listen(new_tree(), stat_filter(arg, "kwire,tree"), write) end)
+
+if gui_enabled() then
+  local function window(title, stats)
+    local win = TextWindow.new(title)
+    local listener = listen(stats, nil, function(text) win:set(text) end)
+    win:set_atclose(function()
+      listener:remove()
+      stats_users = stats_users - 1
+    end)
+    retap_packets()
+  end
+  register_menu("Kafka (kwire.lua)/Service Response Time",
+    function() window("Kafka service response time (kwire.lua)", new_srt()) end, MENU_STAT_GENERIC)
+  register_menu("Kafka (kwire.lua)/Messages", function() window("Kafka messages (kwire.lua)", new_tree()) end,
+    MENU_STAT_GENERIC)
+end

@@ -9,8 +9,8 @@
 #   2. the plugin built there inside that release's tshark, as an unprivileged
 #      user: the tests/wireshark checks (fields, captures, filters, malformed,
 #      coexist, overlay, lua, lua_tls: kwire.lua inside TLS, one pass and -2;
-#      stats: the SRT table and stats tree; tls_connections: every
-#      connection inside TLS with no TLS hint);
+#      stats and lua_stats: the SRT table and stats tree; tls_connections
+#      and lua_tls_connections: every connection inside TLS with no TLS hint);
 #   3. `make deb`;
 # then in a second clean chroot of RELEASE: `apt-get install ./kwire_*.deb`
 # and tests/install/smoke.sh (the command, its man pages, tshark listing the
@@ -158,7 +158,7 @@ in_root "$root" "cd /src && $env_cc nice -n 10 make build JOBS=$jobs CMAKE_FLAGS
 in_root "$root" "cd /src && build/kwire --version && build/kwire decode -r captures/demo.pcapng --stats -c 0"
 
 # ---- 2. the plugin in this release's tshark --------------------------------
-for t in fields captures filters malformed coexist overlay lua lua_tls stats tls_connections; do
+for t in fields captures filters malformed coexist overlay lua lua_tls stats tls_connections lua_stats lua_tls_connections; do
   step="tests/wireshark $t"
   say "kwire_ws_test.py $t"
   in_root "$root" "cd /src && python3 tests/wireshark/kwire_ws_test.py $t --source /src --kwire build/kwire \
