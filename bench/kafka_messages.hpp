@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "dissector/protocol/records.hpp"
-#include "dissector/wire/message_builder.hpp"
+#include "wire/message_builder.hpp"
 
 namespace kwire::bench {
 

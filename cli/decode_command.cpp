@@ -5,6 +5,7 @@
 #include "cli/commands.hpp"
 #include "cli/frame_printer.hpp"
 #include "dissector/protocol/session.hpp"
+#include "pipeline/capture_file.hpp"
 #include "recorder/capture.hpp"
 
 namespace kwire::cli {

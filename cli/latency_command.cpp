@@ -3,6 +3,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/frame_printer.hpp"
+#include "pipeline/capture_file.hpp"
 
 namespace kwire::cli {
 

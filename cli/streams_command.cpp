@@ -7,6 +7,7 @@
 #include "cli/commands.hpp"
 #include "dissector/filter/filter.hpp"
 #include "dissector/protocol/session.hpp"
+#include "pipeline/capture_file.hpp"
 #include "recorder/capture.hpp"
 #include "streams/streams_model.hpp"
 #include "streams/streams_report.hpp"

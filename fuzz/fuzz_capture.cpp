@@ -11,6 +11,7 @@
 
 #include "dissector/output/output.hpp"
 #include "dissector/protocol/session.hpp"
+#include "pipeline/capture_file.hpp"
 #include "recorder/capture.hpp"
 
 namespace {

@@ -1,6 +1,9 @@
-// Reading captures: pcap/pcapng files through libpcap, link-layer and IP/TCP
-// parsing, and TCP reassembly into per-direction byte streams. Consumers (the
-// Kafka framer, the recorder) implement StreamSink.
+// The stream layer's vocabulary and its first stage: endpoints, connections,
+// the StreamSink that every stage hands bytes to (TLS, the Kafka sessions, the
+// recorder), and PacketPipeline, link-layer and IP/TCP parsing then TCP
+// reassembly into per-direction byte streams. Reading a whole capture file
+// (libpcap, then this, then TLS) is assembled above this layer and the TLS
+// one, in pipeline/capture_file.hpp.
 #pragma once
 
 #include <array>
@@ -93,6 +96,8 @@ class StreamSink {
   virtual void on_error(const PacketMeta& meta, const std::string& where, const std::string& reason) = 0;
 };
 
+// How a capture is read (read_capture_file, pipeline/capture_file.hpp) and
+// reassembled (PacketPipeline).
 struct CaptureOptions {
   std::string bpf_filter;          // optional, applied by libpcap
   // TLS (tls/tls_layer.hpp) between reassembly and the sink: keys from these
@@ -144,13 +149,5 @@ class PacketPipeline {
 
 // "DLT_EN10MB (1, Ethernet)": for messages.
 std::string link_type_name(int dlt);
-
-// Reads a pcap or pcapng file ("-": standard input) and feeds `sink`.
-// Returns false and fills `error` only when the file cannot be opened at all; problems inside the
-// file (cut mid-packet, bad headers) go to sink.on_error and reading stops or
-// continues as appropriate, keeping everything delivered so far;
-// stats.file_damaged says the file itself ended in a bad record.
-bool read_capture_file(const std::string& path, const CaptureOptions& opts, StreamSink& sink,
-                       CaptureStats& stats, std::string& error);
 
 }  // namespace kwire

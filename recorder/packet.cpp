@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "dissector/wire/wire.hpp"
+#include "wire/wire.hpp"
 
 namespace kwire {
 namespace {

@@ -8,8 +8,8 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "dissector/wire/wire.hpp"
 #include "recorder/packet.hpp"
+#include "wire/wire.hpp"
 
 namespace kwire {
 namespace {

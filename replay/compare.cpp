@@ -10,7 +10,7 @@
 
 #include "dissector/output/output.hpp"
 #include "dissector/protocol/codes.hpp"
-#include "dissector/wire/wire.hpp"
+#include "wire/wire.hpp"
 
 namespace kwire::replay {
 

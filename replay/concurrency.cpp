@@ -5,7 +5,7 @@
 #include <cstdlib>
 
 #include "dissector/protocol/decoder.hpp"
-#include "dissector/wire/wire.hpp"
+#include "wire/wire.hpp"
 
 namespace kwire::replay {
 

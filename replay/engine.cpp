@@ -26,10 +26,10 @@
 #include "dissector/protocol/decoder.hpp"
 #include "dissector/protocol/encoder.hpp"
 #include "dissector/output/output.hpp"
-#include "dissector/wire/message_builder.hpp"
-#include "dissector/wire/wire.hpp"
 #include "recorder/pcapng_writer.hpp"
 #include "replay/concurrency.hpp"
+#include "wire/message_builder.hpp"
+#include "wire/wire.hpp"
 
 namespace kwire::replay {
 

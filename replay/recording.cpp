@@ -4,6 +4,7 @@
 
 #include "dissector/protocol/decoder.hpp"
 #include "dissector/protocol/frame.hpp"
+#include "pipeline/capture_file.hpp"
 #include "recorder/capture.hpp"
 
 namespace kwire::replay {

@@ -10,7 +10,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "dissector/wire/wire.hpp"
+#include "wire/wire.hpp"
 
 // Lua reports errors with longjmp. No C++ object with a destructor may be
 // alive in a frame that a Lua error unwinds: every lua_CFunction below only

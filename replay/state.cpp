@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "dissector/protocol/records.hpp"
-#include "dissector/wire/wire.hpp"
+#include "wire/wire.hpp"
 
 namespace kwire::replay {
 

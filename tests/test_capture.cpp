@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "pipeline/capture_file.hpp"
 #include "recorder/capture.hpp"
 #include "recorder/pcap_writer.hpp"
 

@@ -12,6 +12,7 @@
 #include "dissector/protocol/generator.hpp"
 #include "dissector/protocol/overlays.hpp"
 #include "dissector/protocol/session.hpp"
+#include "pipeline/capture_file.hpp"
 #include "recorder/capture.hpp"
 
 using namespace kwire;

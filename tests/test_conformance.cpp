@@ -33,8 +33,8 @@
 
 #include "dissector/output/output.hpp"
 #include "dissector/protocol/generator.hpp"
-#include "dissector/wire/wire.hpp"
 #include "tests/test_support.hpp"
+#include "wire/wire.hpp"
 
 using namespace kwire;
 // The full corpus is ~230 MB of JSON, parsed twice per message, and this file

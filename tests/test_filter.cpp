@@ -22,6 +22,7 @@
 
 #include "dissector/filter/filter.hpp"
 #include "dissector/protocol/session.hpp"
+#include "pipeline/capture_file.hpp"
 #include "recorder/capture.hpp"
 #include "replay/recording.hpp"
 #include "tests/test_support.hpp"

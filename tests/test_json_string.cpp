@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "dissector/output/output.hpp"
-#include "dissector/wire/wire.hpp"
+#include "wire/wire.hpp"
 
 using namespace kwire;
 

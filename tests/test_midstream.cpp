@@ -13,6 +13,7 @@
 
 #include "dissector/output/output.hpp"
 #include "dissector/protocol/session.hpp"
+#include "pipeline/capture_file.hpp"
 #include "recorder/pcap_writer.hpp"
 #include "tests/test_support.hpp"
 

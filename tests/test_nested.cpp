@@ -19,9 +19,10 @@
 #include "dissector/protocol/decoder.hpp"
 #include "dissector/protocol/encoder.hpp"
 #include "dissector/protocol/session.hpp"
-#include "dissector/wire/wire.hpp"
+#include "pipeline/capture_file.hpp"
 #include "recorder/pcap_writer.hpp"
 #include "tests/test_support.hpp"
+#include "wire/wire.hpp"
 
 using namespace kwire;
 using nlohmann::json;

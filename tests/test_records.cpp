@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "dissector/wire/wire.hpp"
+#include "wire/wire.hpp"
 
 namespace kwire {
 namespace {

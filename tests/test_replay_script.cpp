@@ -16,9 +16,10 @@
 #include "dissector/protocol/decoder.hpp"
 #include "dissector/protocol/encoder.hpp"
 #include "dissector/protocol/session.hpp"
-#include "dissector/wire/wire.hpp"
+#include "pipeline/capture_file.hpp"
 #include "replay/script.hpp"
 #include "tests/test_support.hpp"
+#include "wire/wire.hpp"
 
 using namespace kwire;
 using kwire::replay::Expectation;

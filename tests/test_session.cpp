@@ -8,6 +8,7 @@
 #include "dissector/protocol/decoder.hpp"
 #include "dissector/protocol/records.hpp"
 #include "dissector/protocol/session.hpp"
+#include "pipeline/capture_file.hpp"
 #include "recorder/pcap_writer.hpp"
 #include "tests/test_support.hpp"
 

@@ -9,7 +9,7 @@
 #include "dissector/protocol/decoder.hpp"
 #include "dissector/protocol/encoder.hpp"
 #include "dissector/protocol/frame.hpp"
-#include "dissector/wire/message_builder.hpp"
+#include "wire/message_builder.hpp"
 
 namespace kwire::test {
 

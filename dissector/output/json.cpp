@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "dissector/output/output.hpp"
-#include "dissector/wire/wire.hpp"
+#include "wire/wire.hpp"
 
 namespace kwire {
 

@@ -5,7 +5,7 @@
 
 #include "dissector/protocol/decoder_run.hpp"
 #include "dissector/protocol/records.hpp"
-#include "dissector/wire/wire.hpp"
+#include "wire/wire.hpp"
 
 namespace kwire {
 

@@ -11,7 +11,7 @@
 
 #include "dissector/protocol/frame.hpp"
 #include "dissector/protocol/program.hpp"
-#include "dissector/wire/wire.hpp"
+#include "wire/wire.hpp"
 
 namespace kwire {
 

@@ -14,7 +14,7 @@
 #include "dissector/protocol/frame.hpp"
 #include "dissector/protocol/program.hpp"
 #include "dissector/protocol/records.hpp"
-#include "dissector/wire/wire.hpp"
+#include "wire/wire.hpp"
 
 // The helpers the generated decoders call are forced inline in optimized
 // builds, where that removes a call per field. Unoptimized and sanitized

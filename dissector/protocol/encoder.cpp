@@ -1,6 +1,6 @@
 #include "dissector/protocol/encoder.hpp"
 
-#include "dissector/wire/wire.hpp"
+#include "wire/wire.hpp"
 
 namespace kwire {
 

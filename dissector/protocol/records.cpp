@@ -15,7 +15,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "dissector/wire/wire.hpp"
+#include "wire/wire.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <nmmintrin.h>

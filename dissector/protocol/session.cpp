@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "dissector/wire/wire.hpp"
+#include "wire/wire.hpp"
 
 namespace kwire {
 

@@ -38,10 +38,10 @@ extern "C" {
 #include "dissector/protocol/decoder.hpp"
 #include "dissector/protocol/overlays.hpp"
 #include "dissector/protocol/session.hpp"
-#include "dissector/wire/wire.hpp"
 #include "dissector/wireshark/field_names.hpp"
 #include "dissector/wireshark/generated_fields.hpp"
 #include "dissector/wireshark/ws_compat.hpp"
+#include "wire/wire.hpp"
 
 #ifndef KWIRE_PLUGIN_VERSION
 #define KWIRE_PLUGIN_VERSION "0.0.0"

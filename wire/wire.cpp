@@ -1,4 +1,4 @@
-#include "dissector/wire/wire.hpp"
+#include "wire/wire.hpp"
 
 #include <cstring>
 #if defined(__x86_64__)
