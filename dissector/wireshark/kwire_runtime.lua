@@ -896,14 +896,18 @@ local function tcp_stream()
   return f and f.value
 end
 
-local function connection_of(pinfo)
-  local c = connections[connection_key(pinfo)]
+-- What `by_key` holds for this packet's connection: kept by its endpoints,
+-- and not an earlier connection's that used the same ones (its `stream`).
+local function of_connection(by_key, pinfo)
+  local c = by_key[connection_key(pinfo)]
   if c and not pinfo.visited and c.stream ~= nil then
     local stream = tcp_stream()
     if stream ~= nil and stream ~= c.stream then return nil end
   end
   return c
 end
+
+local function connection_of(pinfo) return of_connection(connections, pinfo) end
 
 -- `tls`: whether the connection is inside TLS (kwire reads what Wireshark's
 -- TLS dissector decrypted) or on plain TCP.
@@ -1311,14 +1315,7 @@ do
 end
 local in_tls_handoff = false
 
-local function tls_handoff_of(pinfo)
-  local h = tls_handoffs[connection_key(pinfo)]
-  if h and not pinfo.visited and h.stream ~= nil then
-    local stream = tcp_stream()
-    if stream ~= nil and stream ~= h.stream then return nil end
-  end
-  return h
-end
+local function tls_handoff_of(pinfo) return of_connection(tls_handoffs, pinfo) end
 
 -- Called by the dissector tables (tcp.port, tls.port) and as the
 -- conversation's dissector.

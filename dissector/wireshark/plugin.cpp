@@ -640,37 +640,34 @@ tap_packet_status srt_packet(void* pss, packet_info* pinfo, epan_dissect_t*, con
 
 // Statistics > Kafka (tshark -z kwire,tree): messages by API and version,
 // error codes by level and name, client ids, and what was not decoded.
-const char* const kStRequests = "Requests by API and version";
-const char* const kStResponses = "Responses by API and version";
-const char* const kStUnmatched = "Responses whose request is not in the capture";
-const char* const kStErrors[TapPdu::kLevels] = {"Error codes (top level), by API", "Error codes (per partition), by API",
-                                                "Error codes (per topic, group or other entry), by API"};
-const char* const kStClients = "Requests by client id and API";
-const char* const kStMalformed = "Malformed messages by API";
-const char* const kStNotKafka = "Not Kafka segments, by reason";
-int st_node[7 + TapPdu::kLevels];
+// The top nodes, in this order (StNode indexes kStNames and st_node).
+enum StNode { kReq, kResp, kUnm, kErr0, kErr1, kErr2, kClients, kMalformed, kNotKafka, kStNodes };
+const char* const kStNames[kStNodes] = {
+    "Requests by API and version", "Responses by API and version", "Responses whose request is not in the capture",
+    "Error codes (top level), by API", "Error codes (per partition), by API",
+    "Error codes (per topic, group or other entry), by API", "Requests by client id and API",
+    "Malformed messages by API", "Not Kafka segments, by reason"};
+static_assert(kErr2 - kErr0 + 1 == TapPdu::kLevels, "an error code node per TapPdu level");
+int st_node[kStNodes];
 
 void stats_tree_init(stats_tree* st) {
-  const char* names[] = {kStRequests, kStResponses, kStUnmatched, kStErrors[0], kStErrors[1], kStErrors[2],
-                         kStClients, kStMalformed, kStNotKafka};
-  for (size_t i = 0; i < G_N_ELEMENTS(names); ++i) st_node[i] = stats_tree_create_node(st, names[i], 0, STAT_DT_INT, TRUE);
+  for (int i = 0; i < kStNodes; ++i) st_node[i] = stats_tree_create_node(st, kStNames[i], 0, STAT_DT_INT, TRUE);
 }
 
 tap_packet_status stats_tree_packet(stats_tree* st, packet_info*, epan_dissect_t*, const void* prv, tap_flags_t) {
   const auto* t = static_cast<const TapPdu*>(prv);
   if (!t) return TAP_PACKET_DONT_REDRAW;
-  enum { kReq, kResp, kUnm, kErr0, kErr1, kErr2, kClients, kMalformed, kNotKafka };
   if (t->not_kafka) {
-    tick_stat_node(st, kStNotKafka, 0, TRUE);
+    tick_stat_node(st, kStNames[kNotKafka], 0, TRUE);
     tick_stat_node(st, t->not_kafka, st_node[kNotKafka], FALSE);
     return TAP_PACKET_REDRAW;
   }
   if (t->unmatched) {
-    tick_stat_node(st, kStUnmatched, 0, FALSE);
+    tick_stat_node(st, kStNames[kUnm], 0, FALSE);
     return TAP_PACKET_REDRAW;
   }
   if (t->api_key < 0) {   // a request too short or broken to name
-    tick_stat_node(st, kStMalformed, 0, TRUE);
+    tick_stat_node(st, kStNames[kMalformed], 0, TRUE);
     tick_stat_node(st, "(no api key)", st_node[kMalformed], FALSE);
     return TAP_PACKET_REDRAW;
   }
@@ -679,11 +676,11 @@ tap_packet_status stats_tree_packet(stats_tree* st, packet_info*, epan_dissect_t
   char version[16];
   snprintf(version, sizeof version, "v%d", t->api_version);
   int top = t->request ? kReq : kResp;
-  tick_stat_node(st, t->request ? kStRequests : kStResponses, 0, TRUE);
+  tick_stat_node(st, kStNames[top], 0, TRUE);
   int api_node = tick_stat_node(st, api, st_node[top], TRUE);
   tick_stat_node(st, version, api_node, FALSE);
   if (t->request) {
-    tick_stat_node(st, kStClients, 0, TRUE);
+    tick_stat_node(st, kStNames[kClients], 0, TRUE);
     int c = tick_stat_node(st, t->client_id ? (*t->client_id ? t->client_id : "(empty)") : "(null)", st_node[kClients], TRUE);
     tick_stat_node(st, api, c, FALSE);
   }
@@ -693,13 +690,13 @@ tap_packet_status stats_tree_packet(stats_tree* st, packet_info*, epan_dissect_t
       char code[64];
       if (name.empty()) snprintf(code, sizeof code, "unknown error %d", t->errors[l][i]);
       else snprintf(code, sizeof code, "%.*s", static_cast<int>(name.size()), name.data());
-      tick_stat_node(st, kStErrors[l], 0, TRUE);
+      tick_stat_node(st, kStNames[kErr0 + l], 0, TRUE);
       int e = tick_stat_node(st, code, st_node[kErr0 + l], TRUE);
       tick_stat_node(st, api, e, FALSE);
     }
   }
   if (t->malformed) {
-    tick_stat_node(st, kStMalformed, 0, TRUE);
+    tick_stat_node(st, kStNames[kMalformed], 0, TRUE);
     tick_stat_node(st, api, st_node[kMalformed], FALSE);
   }
   return TAP_PACKET_REDRAW;
