@@ -1,3 +1,4 @@
+#include <climits>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -12,22 +13,42 @@ namespace kwire::cli {
 
 namespace {
 
-const char* kDecodeHelp =
-    "usage: kwire decode -r FILE|- [options]\n"
-    "  -r FILE            pcap or pcapng file to read; - reads standard input\n"
-    "  -p PORTS           Kafka ports, comma separated (default 9092); Kafka on other\n"
-    "                     ports is recognised from its requests\n"
-    "  -f FILTER          BPF capture filter applied while reading\n"
-    "  --tls-keylog FILE  TLS key log (SSLKEYLOGFILE format) to decrypt TLS connections with;\n"
-    "                     repeatable. Secrets blocks of a pcapng file are read without it\n"
-    "  -c N               stop printing after N messages\n"
-    "  --guess            decode responses whose request was not captured by trying versions\n";
+struct DecodeArgs {
+  ProgramSet ps = ProgramSet::build_release();
+  std::string file;
+  SessionOptions session;
+  CaptureOptions capture;
+  OutputOptions out;
+};
 
-const char* kDecodeExit =
-    "exit status: 0 decoded; 1 the capture file cannot be read, or is damaged (everything\n"
-    "before the damage is decoded and printed; stderr says where); 2 bad usage\n";
+Command decode_table(DecodeArgs& a) {
+  Command c;
+  c.name = "decode";
+  c.brief = "decode -r FILE";
+  c.summary = "decode Kafka traffic in a pcap/pcapng file";
+  c.usage = {{"kwire decode -r FILE|- [options]", ""}};
+  c.options = capture_file_options(a.file, a.session, a.capture);
+  c.options.push_back(count({"-c"}, "N", "stop printing after N messages", 0, LLONG_MAX,
+                            [&a](long long n) { a.out.limit = n; }));
+  c.options.push_back(guess_option(a.session));
+  for (auto& o : spec_options(a.ps)) c.options.push_back(std::move(o));
+  for (auto& o : output_options(a.ps, a.out)) c.options.push_back(std::move(o));
+  c.options.push_back(help_flag());
+  c.exit = {{"0", "decoded"},
+            {"1", "the capture file cannot be read, or is damaged (everything before the damage is decoded and "
+                  "printed; stderr says where)"},
+            {"2", "bad usage"}};
+  return c;
+}
 
 }  // namespace
+
+Command decode_cli() {
+  auto a = std::make_shared<DecodeArgs>();
+  Command c = decode_table(*a);
+  c.keep = a;
+  return c;
+}
 
 bool parse_ports(const std::string& s, std::set<uint16_t>& ports, std::string& error) {
   ports.clear();
@@ -49,49 +70,20 @@ bool parse_ports(const std::string& s, std::set<uint16_t>& ports, std::string& e
 }
 
 int decode_command(std::vector<std::string> args) {
-  ProgramSet ps = ProgramSet::build_release();
+  DecodeArgs a;
+  if (const int rc = parse(decode_table(a), args); rc >= 0) return rc;
   std::string error;
-  if (!apply_spec_options(args, ps, error)) {
-    std::cerr << "kwire decode: " << error << "\n";
-    return 2;
-  }
-  std::string file;
-  SessionOptions session;
-  CaptureOptions capture;
-  OutputOptions out;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto next = [&](const char* what) -> const std::string* {
-      if (i + 1 >= args.size()) { std::cerr << "kwire decode: " << a << " needs " << what << "\n"; return nullptr; }
-      return &args[++i];
-    };
-    const int used = parse_output_option(args, i, ps, out, error);
-    if (used < 0) { std::cerr << "kwire decode: " << error << "\n"; return 2; }
-    if (used > 0) continue;
-    if (a == "-h" || a == "--help") { std::cout << kDecodeHelp << kSpecOptionsHelp << kOutputOptionsHelp << kHelpOptionHelp << kDecodeExit; return 0; }
-    else if (a == "-r") { auto v = next("a file"); if (!v) return 2; file = *v; }
-    else if (a == "-p") {
-      auto v = next("ports"); if (!v) return 2;
-      if (!parse_ports(*v, session.ports, error)) { std::cerr << "kwire decode: " << error << "\n"; return 2; }
-    }
-    else if (a == "-f") { auto v = next("a filter"); if (!v) return 2; capture.bpf_filter = *v; }
-    else if (a == "--tls-keylog") { auto v = next("a key log file"); if (!v) return 2; capture.tls_keylogs.push_back(*v); }
-    else if (a == "-c") {
-      auto v = next("a count"); if (!v) return 2;
-      try { out.limit = std::stoll(*v); } catch (...) { out.limit = -2; }
-      if (out.limit < 0) { std::cerr << "kwire decode: -c needs a non-negative number, not " << *v << "\n"; return 2; }
-    }
-    else if (a == "--guess") session.guess = true;
-    else { std::cerr << "kwire decode: unknown option " << a << "\n" << kDecodeHelp << kOutputOptionsHelp; return 2; }
-  }
-  if (file.empty()) { std::cerr << "kwire decode: -r FILE is required\n" << kDecodeHelp; return 2; }
-  if (!check_output_options(out, error)) { std::cerr << "kwire decode: " << error << "\n"; return 2; }
+  if (a.file.empty()) { std::cerr << "kwire decode: -r FILE is required ('kwire decode --help' lists the options)\n"; return 2; }
+  if (!check_output_options(a.out, error)) { std::cerr << "kwire decode: " << error << "\n"; return 2; }
+  const ProgramSet& ps = a.ps;
+  const std::string& file = a.file;
+  const OutputOptions& out = a.out;
 
   FramePrinter printer(ps, out, "kwire decode");
   printer.set_where(file == "-" ? "standard input" : file);
-  KafkaSessions sessions(ps, session, printer);
+  KafkaSessions sessions(ps, a.session, printer);
   CaptureStats cstats;
-  if (!read_capture_file(file, capture, sessions, cstats, error)) {
+  if (!read_capture_file(file, a.capture, sessions, cstats, error)) {
     std::cerr << "kwire decode: " << error << "\n";
     return 1;
   }

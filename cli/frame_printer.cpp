@@ -9,77 +9,77 @@
 
 namespace kwire::cli {
 
-const char* const kOutputOptionsHelp =
-    "  -V                 print the full field tree of each message\n"
-    "  -T text|json|fields  output format; json: one object per line; fields: the -e values\n"
-    "  -Y FILTER          only messages matching a display filter (docs/decode.md):\n"
-    "                     apiName == Fetch && body.groups.groupId == \"app\", error, request.PATH ...\n"
-    "  -e PATH            with -T fields: a column, as a -T json path (apiName, body.memberEpoch);\n"
-    "                     repeatable; array values joined by the aggregator\n"
-    "  -E OPT=VALUE       with -T fields: separator=,|/t|/s (default tab), aggregator=,|/s|...\n"
-    "                     (default ,), quote=d|s|n (default n), header=y|n (default n)\n"
-    "  --api NAME|KEY,..  only messages of these APIs (names in any case)\n"
-    "  --errors           only messages with a non-zero error code or a decode error, and skips\n"
-    "  --stats            end with: stats: frames=N requests=N responses=N unmatched=N malformed=N\n"
-    "                     resyncs=N skipped_bytes=N lost_bytes=N unanswered=N not_kafka=N\n"
-    "                     sasl_tokens=N capture_errors=N tls_connections=N tls_undecrypted=N\n"
-    "                     tls_errors=N (with -T json: a {\"stats\":{...}} line)\n"
-    "  --api-table        end with a table of messages per (api, version, direction)\n"
-    "  --latency          end with request-to-response times per api version and connection,\n"
-    "                     and the slowest exchanges (as kwire latency prints them)\n";
-
-int parse_output_option(const std::vector<std::string>& args, size_t& i, const ProgramSet& ps, OutputOptions& o,
-                        std::string& error) {
-  const std::string& a = args[i];
-  auto value = [&](const char* what) -> const std::string* {
-    if (i + 1 >= args.size()) {
-      error = a + " needs " + what;
-      return nullptr;
+Option display_filter_option(const ProgramSet& ps, std::shared_ptr<const filter::Filter>& out, std::string help) {
+  return value({"-Y"}, "FILTER", std::move(help), [&ps, &out](const std::string& v, std::string& error) {
+    filter::CompileError err;
+    auto f = filter::Filter::compile(v, ps, err);
+    if (!f) {
+      error = "-Y: " + err.format();
+      return false;
     }
-    return &args[++i];
-  };
-  if (a == "-V") o.verbose = true;
-  else if (a == "--errors") o.errors_only = true;
-  else if (a == "--stats") o.stats = true;
-  else if (a == "--api-table") o.api_table = true;
-  else if (a == "--latency") o.latency = true;
-  else if (a == "-T") {
-    const std::string* v = value("text, json or fields");
-    if (!v) return -1;
-    o.json = *v == "json";
-    o.fields = *v == "fields";
-    if (*v != "json" && *v != "fields" && *v != "text") { error = "-T takes text, json or fields, not " + *v; return -1; }
-  } else if (a == "-Y") {
-    const std::string* v = value("a display filter");
-    if (!v) return -1;
-    filter::CompileError err;
-    auto f = filter::Filter::compile(*v, ps, err);
-    if (!f) { error = "-Y: " + err.format(); return -1; }
-    o.filter = std::make_shared<const filter::Filter>(std::move(*f));
-  } else if (a == "-e") {
-    const std::string* v = value("a field path");
-    if (!v) return -1;
-    filter::CompileError err;
-    if (!filter::FieldExtractor::compile({*v}, o.fields_format, ps, err)) { error = "-e: " + err.format(); return -1; }
-    o.field_paths.push_back(*v);
-  } else if (a == "-E") {
-    const std::string* v = value("a field format option");
-    if (!v) return -1;
-    if (!filter::parse_fields_option(*v, o.fields_format, error)) return -1;
-  } else if (a == "--api") {
-    const std::string* v = value("an api name or key");
-    if (!v) return -1;
-    std::stringstream list(*v);
+    out = std::make_shared<const filter::Filter>(std::move(*f));
+    return true;
+  });
+}
+
+Option api_option(const ProgramSet& ps, std::set<int>& apis, std::string help) {
+  return value({"--api"}, "NAME|KEY,..", std::move(help), [&ps, &apis](const std::string& v, std::string& error) {
+    std::stringstream list(v);
     std::string name;
     while (std::getline(list, name, ',')) {
       const MessageProgram* m = ps.find_api(name);
-      if (!m) { error = "no API named " + name + " (see 'kwire specs')"; return -1; }
-      o.apis.insert(m->api_key);
+      if (!m) {
+        error = "no API named " + name + " (see 'kwire specs')";
+        return false;
+      }
+      apis.insert(m->api_key);
     }
-  } else {
-    return 0;
-  }
-  return 1;
+    return true;
+  });
+}
+
+std::vector<Option> output_options(const ProgramSet& ps, OutputOptions& o) {
+  return {
+      flag({"-V"}, "print the full field tree of each message", [&o] { o.verbose = true; }),
+      value({"-T"}, "text|json|fields", "output format; json: one object per line; fields: the -e values",
+            [&o](const std::string& v, std::string&) {
+              o.json = v == "json";
+              o.fields = v == "fields";
+              return true;
+            }),
+      display_filter_option(ps, o.filter,
+                            "only messages matching a display filter (docs/decode.md): apiName == Fetch && "
+                            "body.groups.groupId == \"app\", error, request.PATH ..."),
+      value({"-e"}, "PATH",
+            "with -T fields: a column, as a -T json path (apiName, body.memberEpoch); repeatable; array values "
+            "joined by the aggregator",
+            [&ps, &o](const std::string& v, std::string& error) {
+              filter::CompileError err;
+              if (!filter::FieldExtractor::compile({v}, o.fields_format, ps, err)) {
+                error = "-e: " + err.format();
+                return false;
+              }
+              o.field_paths.push_back(v);
+              return true;
+            }),
+      value({"-E"}, "OPT=VALUE",
+            "with -T fields: separator=,|/t|/s (default tab), aggregator=,|/s|... (default ,), quote=d|s|n "
+            "(default n), header=y|n (default n)",
+            [&o](const std::string& v, std::string& error) { return filter::parse_fields_option(v, o.fields_format, error); }),
+      api_option(ps, o.apis, "only messages of these APIs (names in any case)"),
+      flag({"--errors"}, "only messages with a non-zero error code or a decode error, and skips",
+           [&o] { o.errors_only = true; }),
+      flag({"--stats"},
+           "end with: stats: frames=N requests=N responses=N unmatched=N malformed=N resyncs=N skipped_bytes=N "
+           "lost_bytes=N unanswered=N not_kafka=N sasl_tokens=N capture_errors=N tls_connections=N "
+           "tls_undecrypted=N tls_errors=N (with -T json: a {\"stats\":{...}} line)",
+           [&o] { o.stats = true; }),
+      flag({"--api-table"}, "end with a table of messages per (api, version, direction)", [&o] { o.api_table = true; }),
+      flag({"--latency"},
+           "end with request-to-response times per api version and connection, and the slowest exchanges (as kwire "
+           "latency prints them)",
+           [&o] { o.latency = true; }),
+  };
 }
 
 bool check_output_options(const OutputOptions& o, std::string& error) {

@@ -16,6 +16,7 @@
 #include "dissector/filter/filter.hpp"
 #include "dissector/output/text_buffer.hpp"
 #include "dissector/protocol/session.hpp"
+#include "cli/options.hpp"
 
 namespace kwire::cli {
 
@@ -39,14 +40,14 @@ struct OutputOptions {
   bool packet_numbers = true;
 };
 
-// Parses one output option at args[i] (advancing i past its value). Returns
-// 1 when consumed, 0 when args[i] is not an output option, -1 on error.
-int parse_output_option(const std::vector<std::string>& args, size_t& i, const ProgramSet& ps, OutputOptions& o,
-                        std::string& error);
+// The output options (-V, -T, -Y, -e, -E, --api, --errors, --stats,
+// --api-table, --latency), writing into o; ps resolves names and filters.
+std::vector<Option> output_options(const ProgramSet& ps, OutputOptions& o);
+// -Y FILTER and --api NAME|KEY,.. alone, with the help a command gives them.
+Option display_filter_option(const ProgramSet& ps, std::shared_ptr<const filter::Filter>& out, std::string help);
+Option api_option(const ProgramSet& ps, std::set<int>& apis, std::string help);
 // Checks what only the whole set of options can tell (-e needs -T fields).
 bool check_output_options(const OutputOptions& o, std::string& error);
-// The help lines for those options.
-extern const char* const kOutputOptionsHelp;
 
 class FramePrinter : public FrameHandler {
  public:

@@ -1,4 +1,5 @@
 // kwire latency: the LatencyTracker's report of a capture file.
+#include <climits>
 #include <iostream>
 
 #include "cli/commands.hpp"
@@ -9,87 +10,72 @@ namespace kwire::cli {
 
 namespace {
 
-const char* kLatencyHelp =
-    "usage: kwire latency -r FILE|- [options]\n"
-    "Request-to-response times of the Kafka messages in a capture: per api and version the\n"
-    "count, p50, p90, p99 and max (ms; nearest rank), the slowest exchanges with their frame\n"
-    "numbers, and the same per connection. A message's time is that of the packet that\n"
-    "completed it.\n"
-    "  -r FILE            pcap or pcapng file to read; - reads standard input\n"
-    "  -p PORTS           Kafka ports, comma separated (default 9092); Kafka on other\n"
-    "                     ports is recognised from its requests\n"
-    "  -f FILTER          BPF capture filter applied while reading\n"
-    "  --tls-keylog FILE  TLS key log (SSLKEYLOGFILE format) to decrypt TLS connections with;\n"
-    "                     repeatable. Secrets blocks of a pcapng file are read without it\n"
-    "  -T text|json       output format; json: {\"latency\":{\"apis\":[..],\"slowest\":[..],\"connections\":[..]}}\n"
-    "  --api NAME|KEY,..  only these APIs (names in any case)\n"
-    "  -Y FILTER          only exchanges whose request or response matches a display filter\n"
-    "                     (docs/decode.md; request.PATH reaches a response's request)\n"
-    "  --top N            how many slowest exchanges to list (default 10)\n"
-    "  --guess            decode responses whose request was not captured by trying versions\n";
-
-}  // namespace
-
-int latency_command(std::vector<std::string> args) {
+struct LatencyArgs {
   ProgramSet ps = ProgramSet::build_release();
-  std::string error;
-  auto fail = [](const std::string& why) {
-    std::cerr << "kwire latency: " << why << "\n";
-    return 2;
-  };
-  if (!apply_spec_options(args, ps, error)) return fail(error);
   std::string file;
   SessionOptions session;
   CaptureOptions capture;
   OutputOptions out;
-  out.limit = 0;
-  out.latency = true;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "-h" || a == "--help") {
-      std::cout << kLatencyHelp << kSpecOptionsHelp << kHelpOptionHelp
-                << "exit status: 0 done; 1 the capture file cannot be read, or is damaged (what came before\n"
-                   "the damage is counted; stderr says where); 2 bad usage\n";
-      return 0;
-    }
-    if (a == "-T" || a == "--api" || a == "-Y") {
-      const int used = parse_output_option(args, i, ps, out, error);
-      if (used < 0) return fail(error);
-      continue;
-    }
-    if (a == "-r" || a == "-p" || a == "-f" || a == "--top" || a == "--tls-keylog") {
-      if (i + 1 >= args.size()) return fail(a + " needs a value");
-      const std::string* v = &args[++i];
-      if (a == "-r") file = *v;
-      else if (a == "-p") { if (!parse_ports(*v, session.ports, error)) return fail(error); }
-      else if (a == "-f") capture.bpf_filter = *v;
-      else if (a == "--tls-keylog") capture.tls_keylogs.push_back(*v);
-      else {
-        try {
-          size_t used = 0;
-          const long long n = std::stoll(*v, &used);
-          if (used != v->size() || n < 0) throw std::out_of_range("top");
-          out.latency_top = static_cast<size_t>(n);
-        } catch (...) {
-          return fail("--top needs a non-negative number, not " + *v);
-        }
-      }
-      continue;
-    }
-    if (a == "--guess") { session.guess = true; continue; }
-    std::cerr << "kwire latency: unknown option " << a << "\n" << kLatencyHelp;
+  LatencyArgs() {
+    out.limit = 0;
+    out.latency = true;
+  }
+};
+
+Command latency_table(LatencyArgs& a) {
+  Command c;
+  c.name = "latency";
+  c.brief = "latency -r FILE";
+  c.summary =
+      "request-to-response times per api version and connection, and the slowest exchanges";
+  c.usage = {{"kwire latency -r FILE|- [options]", ""}};
+  c.description = {
+      "Request-to-response times of the Kafka messages in a capture: per api and version the count, p50, p90, p99 "
+      "and max (ms; nearest rank), the slowest exchanges with their frame numbers, and the same per connection. A "
+      "message's time is that of the packet that completed it."};
+  c.options = capture_file_options(a.file, a.session, a.capture);
+  c.options.push_back(value({"-T"}, "text|json",
+                            "output format; json: {\"latency\":{\"apis\":[..],\"slowest\":[..],\"connections\":[..]}}",
+                            [&a](const std::string& v, std::string&) { a.out.json = v == "json"; return true; }));
+  c.options.push_back(api_option(a.ps, a.out.apis, "only these APIs (names in any case)"));
+  c.options.push_back(display_filter_option(
+      a.ps, a.out.filter,
+      "only exchanges whose request or response matches a display filter (docs/decode.md; request.PATH reaches a "
+      "response's request)"));
+  c.options.push_back(count({"--top"}, "N", "how many slowest exchanges to list (default 10)", 0, LLONG_MAX,
+                            [&a](long long n) { a.out.latency_top = static_cast<size_t>(n); }));
+  c.options.push_back(guess_option(a.session));
+  for (auto& o : spec_options(a.ps)) c.options.push_back(std::move(o));
+  c.options.push_back(help_flag());
+  c.exit = {{"0", "done"},
+            {"1", "the capture file cannot be read, or is damaged (what came before the damage is counted; stderr "
+                  "says where)"},
+            {"2", "bad usage"}};
+  return c;
+}
+
+}  // namespace
+
+Command latency_cli() {
+  auto a = std::make_shared<LatencyArgs>();
+  Command c = latency_table(*a);
+  c.keep = a;
+  return c;
+}
+
+int latency_command(std::vector<std::string> args) {
+  LatencyArgs a;
+  if (const int rc = parse(latency_table(a), args); rc >= 0) return rc;
+  if (a.file.empty()) {
+    std::cerr << "kwire latency: -r FILE is required ('kwire latency --help' lists the options)\n";
     return 2;
   }
-  if (out.fields) return fail("-T takes text or json");
-  if (file.empty()) {
-    std::cerr << "kwire latency: -r FILE is required\n" << kLatencyHelp;
-    return 2;
-  }
-  FramePrinter printer(ps, out, "kwire latency");
-  printer.set_where(file == "-" ? "standard input" : file);
-  KafkaSessions sessions(ps, session, printer);
+  std::string error;
+  FramePrinter printer(a.ps, a.out, "kwire latency");
+  printer.set_where(a.file == "-" ? "standard input" : a.file);
+  KafkaSessions sessions(a.ps, a.session, printer);
   CaptureStats cstats;
-  if (!read_capture_file(file, capture, sessions, cstats, error)) {
+  if (!read_capture_file(a.file, a.capture, sessions, cstats, error)) {
     std::cerr << "kwire latency: " << error << "\n";
     return 1;
   }

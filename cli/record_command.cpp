@@ -4,6 +4,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <climits>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -28,55 +29,6 @@
 namespace kwire::cli {
 
 namespace {
-
-const char* kRecordHelp =
-    "usage: kwire record (-i IFACE | -r FILE|-) -w FILE|- [options]\n"
-    "  -i IFACE           capture live on IFACE (lo, any, eth0; -D lists them)\n"
-    "  -r FILE            re-filter a pcap/pcapng file (- reads standard input)\n"
-    "  -w FILE|-          write pcapng here (- writes standard output)\n"
-    "  -p PORTS           Kafka ports, comma separated (default 9092); the default capture\n"
-    "                     filter is \"tcp port P1 or tcp port P2 ...\"\n"
-    "  -f FILTER          BPF capture filter (replaces the default)\n"
-    "  --auto             capture all TCP and keep only the connections recognised as Kafka,\n"
-    "                     whatever their port; a new connection's packets wait for its verdict.\n"
-    "                     A TLS connection is kept when its server port is in -p, when the key\n"
-    "                     log decrypts it to Kafka, or when its server is known to serve Kafka;\n"
-    "                     the final report names every other one (tls_not_kept)\n"
-    "  --tls-keylog FILE  TLS key log (SSLKEYLOGFILE format) that clients are writing: followed\n"
-    "                     as it grows, used to recognise Kafka inside TLS, and written into the\n"
-    "                     pcapng as Decryption Secrets Blocks (not with --redact-sasl), so the\n"
-    "                     file opens decrypted in Wireshark and kwire; with --auto before the\n"
-    "                     packets they decrypt\n"
-    "  -s SNAPLEN         bytes kept per packet (default 262144)\n"
-    "  -B MiB             kernel capture buffer size (default 32; with --immediate-mode 64,\n"
-    "                     256 on -i any, whose packets each take a snaplen-sized slot)\n"
-    "  --batch-ms N       take packets from the kernel in batches at most N ms old (default 10)\n"
-    "  --immediate-mode   libpcap's immediate mode instead: each packet as it comes, at a\n"
-    "                     higher cost per packet and a ring that holds fewer of them\n"
-    "  -c N               stop after N packets\n"
-    "  -a duration:S|filesize:KB|packets:N   stop condition, as dumpcap has it\n"
-    "  -C MB              start a new file when the current one reaches MB (10^6 bytes)\n"
-    "  -G SECONDS         start a new file every SECONDS\n"
-    "  -W N               keep a ring of N files (with -C or -G)\n"
-    "  --annotate         kwire's summary of each Kafka message as the comment of the packet\n"
-    "                     that completes it\n"
-    "  --redact-sasl      write SaslAuthenticate auth bytes and raw SASL tokens as zero bytes\n"
-    "                     of the same length (the file still decodes)\n"
-    "  --decode           print the Kafka messages while recording (these options apply;\n"
-    "                     -Y selects what is printed, the file keeps every packet):\n";
-
-const char* kRecordTail =
-    "  -q                 no status line on a terminal\n"
-    "  -D                 list the interfaces and exit\n"
-    "  --overlay NAME, --spec-dir DIR  specs for --decode and --annotate, as for kwire decode\n"
-    "  -h, --help         this help\n"
-    "On exit (Ctrl-C, SIGTERM, SIGHUP, -c, -a, end of -r) stderr gets the final statistics:\n"
-    "  kwire record: received=N captured=N kernel_dropped=N if_dropped=N written=N kafka_messages=N\n"
-    "                connections=N kafka_connections=N evicted=N files=N\n"
-    "  (received: what the kernel counted for the filter, on lo each packet twice; captured:\n"
-    "  what kwire read; written: what went into the file)\n"
-    "exit status: 0 done; 1 a write or capture failure (the file keeps every whole packet\n"
-    "written before it); 2 bad usage, unknown interface, no capture privilege, bad filter\n";
 
 volatile sig_atomic_t g_stop = 0;
 void on_signal(int) { g_stop = 1; }
@@ -181,81 +133,125 @@ bool number(const std::string& s, long long& v) {
   }
 }
 
-// Returns 0 when parsed, else the exit status (2) after printing why.
-int parse(std::vector<std::string>& args, const ProgramSet& ps, RecordOptions& o) {
-  std::string error;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&](const char* what) -> const std::string* {
-      if (i + 1 >= args.size()) {
-        std::cerr << "kwire record: " << a << " needs " << what << "\n";
-        return nullptr;
-      }
-      return &args[++i];
+struct RecordArgs {
+  ProgramSet ps = ProgramSet::build_release();
+  RecordOptions o;
+  std::string output_option;  // the first output option given (they need --decode)
+};
+
+Command record_table(RecordArgs& a) {
+  RecordOptions& o = a.o;
+  Command c;
+  c.name = "record";
+  c.brief = "record -i IFACE";
+  c.summary = "capture Kafka traffic live into pcapng (or re-filter a file with -r)";
+  c.usage = {{"kwire record (-i IFACE | -r FILE|-) -w FILE|- [options]", ""}};
+  auto text = [](std::string& into) {
+    return [&into](const std::string& v, std::string&) { into = v; return true; };
+  };
+  c.options = {
+      value({"-i"}, "IFACE", "capture live on IFACE (lo, any, eth0; -D lists them)", text(o.iface), ValueKind::Iface),
+      value({"-r"}, "FILE", "re-filter a pcap/pcapng file (- reads standard input)", text(o.input), ValueKind::File),
+      value({"-w"}, "FILE|-", "write pcapng here (- writes standard output)", text(o.output), ValueKind::File),
+      value({"-p"}, "PORTS",
+            "Kafka ports, comma separated (default 9092); the default capture filter is \"tcp port P1 or tcp port "
+            "P2 ...\"",
+            [&o](const std::string& v, std::string& error) { return parse_ports(v, o.ports, error); }),
+      value({"-f"}, "FILTER", "BPF capture filter (replaces the default)",
+            [&o](const std::string& v, std::string&) {
+              o.filter = v;
+              o.filter_given = true;
+              return true;
+            }),
+      flag({"--auto"},
+           "capture all TCP and keep only the connections recognised as Kafka, whatever their port; a new "
+           "connection's packets wait for its verdict. A TLS connection is kept when its server port is in -p, when "
+           "the key log decrypts it to Kafka, or when its server is known to serve Kafka; the final report names "
+           "every other one (tls_not_kept)",
+           [&o] { o.auto_mode = true; }),
+      value({"--tls-keylog"}, "FILE",
+            "TLS key log (SSLKEYLOGFILE format) that clients are writing: followed as it grows, used to recognise "
+            "Kafka inside TLS, and written into the pcapng as Decryption Secrets Blocks (not with --redact-sasl), so "
+            "the file opens decrypted in Wireshark and kwire; with --auto before the packets they decrypt",
+            text(o.tls_keylog), ValueKind::File),
+      count({"-s"}, "SNAPLEN", "bytes kept per packet (default 262144)", 64, 262144,
+            [&o](long long n) { o.snaplen = static_cast<uint32_t>(n); }),
+      count({"-B"}, "MiB",
+            "kernel capture buffer size (default 32; with --immediate-mode 64, 256 on -i any, whose packets each "
+            "take a snaplen-sized slot)",
+            0, 4096, [&o](long long n) { o.buffer_mib = static_cast<int>(n); }),
+      count({"--batch-ms"}, "N", "take packets from the kernel in batches at most N ms old (default 10)", 1, 1000,
+            [&o](long long n) { o.batch_ms = static_cast<int>(n); }),
+      flag({"--immediate-mode"},
+           "libpcap's immediate mode instead: each packet as it comes, at a higher cost per packet and a ring that "
+           "holds fewer of them",
+           [&o] { o.batch_ms = 0; }),
+      count({"-c"}, "N", "stop after N packets", 0, LLONG_MAX, [&o](long long n) { o.packets = n; }),
+      value({"-a"}, "duration:S|filesize:KB|packets:N", "stop condition, as dumpcap has it",
+            [&o](const std::string& v, std::string& error) {
+              const auto colon = v.find(':');
+              const std::string kind = v.substr(0, colon), amount = colon == std::string::npos ? "" : v.substr(colon + 1);
+              long long n = 0;
+              if (!number(amount, n) || n == 0 || (kind != "duration" && kind != "filesize" && kind != "packets")) {
+                error = "-a takes duration:SECONDS, filesize:KB or packets:N, not '" + v + "'";
+                return false;
+              }
+              if (kind == "duration") o.duration_s = static_cast<double>(n);
+              else if (kind == "filesize") o.filesize_kb = static_cast<uint64_t>(n);
+              else o.packets = n;
+              return true;
+            }),
+      count({"-C"}, "MB", "start a new file when the current one reaches MB (10^6 bytes)", 1, LLONG_MAX,
+            [&o](long long n) { o.rotate_mb = static_cast<uint64_t>(n); }),
+      count({"-G"}, "SECONDS", "start a new file every SECONDS", 1, LLONG_MAX,
+            [&o](long long n) { o.rotate_s = static_cast<uint64_t>(n); }),
+      count({"-W"}, "N", "keep a ring of N files (with -C or -G)", 1, UINT32_MAX,
+            [&o](long long n) { o.ring = static_cast<uint32_t>(n); }),
+      flag({"--annotate"}, "kwire's summary of each Kafka message as the comment of the packet that completes it",
+           [&o] { o.annotate = true; }),
+      flag({"--redact-sasl"},
+           "write SaslAuthenticate auth bytes and raw SASL tokens as zero bytes of the same length (the file still "
+           "decodes)",
+           [&o] { o.redact = true; }),
+      flag({"--decode"},
+           "print the Kafka messages while recording, as kwire decode does; the output options below apply to it "
+           "(-Y selects what is printed, the file keeps every packet)",
+           [&o] { o.decode = true; }),
+  };
+  for (auto& opt : output_options(a.ps, o.out)) {
+    // Each needs --decode, wherever it stands.
+    opt.set = [&a, first = opt.names.front(), set = std::move(opt.set)](const std::string& v, std::string& error) {
+      if (a.output_option.empty()) a.output_option = first;
+      return set(v, error);
     };
-    auto count = [&](const char* what, long long& v) {
-      const std::string* s = value(what);
-      if (!s) return false;
-      if (!number(*s, v)) {
-        std::cerr << "kwire record: " << a << " needs " << what << ", not '" << *s << "'\n";
-        return false;
-      }
-      return true;
-    };
-    long long n = 0;
-    if (o.decode) {
-      const int used = parse_output_option(args, i, ps, o.out, error);
-      if (used < 0) { std::cerr << "kwire record: " << error << "\n"; return 2; }
-      if (used > 0) continue;
-    }
-    if (a == "-h" || a == "--help") {
-      std::cout << kRecordHelp << kOutputOptionsHelp << kRecordTail;
-      return -1;
-    } else if (a == "-i") { auto v = value("an interface"); if (!v) return 2; o.iface = *v; }
-    else if (a == "-r") { auto v = value("a file"); if (!v) return 2; o.input = *v; }
-    else if (a == "-w") { auto v = value("a file"); if (!v) return 2; o.output = *v; }
-    else if (a == "-p") {
-      auto v = value("ports"); if (!v) return 2;
-      if (!parse_ports(*v, o.ports, error)) { std::cerr << "kwire record: " << error << "\n"; return 2; }
-    }
-    else if (a == "-f") { auto v = value("a filter"); if (!v) return 2; o.filter = *v; o.filter_given = true; }
-    else if (a == "--auto") o.auto_mode = true;
-    else if (a == "-s") { if (!count("a snaplen", n) || n < 64 || n > 262144) { std::cerr << "kwire record: -s takes 64..262144\n"; return 2; } o.snaplen = static_cast<uint32_t>(n); }
-    else if (a == "-B") { if (!count("a size in MiB", n) || n > 4096) return 2; o.buffer_mib = static_cast<int>(n); }
-    else if (a == "-c") { if (!count("a packet count", n)) return 2; o.packets = n; }
-    else if (a == "--batch-ms") {
-      if (!count("milliseconds", n) || n == 0 || n > 1000) { std::cerr << "kwire record: --batch-ms takes 1..1000\n"; return 2; }
-      o.batch_ms = static_cast<int>(n);
-    }
-    else if (a == "--immediate-mode") o.batch_ms = 0;
-    else if (a == "-C") { if (!count("a size in MB", n) || n == 0) { std::cerr << "kwire record: -C needs a size in MB above 0\n"; return 2; } o.rotate_mb = static_cast<uint64_t>(n); }
-    else if (a == "-G") { if (!count("seconds", n) || n == 0) { std::cerr << "kwire record: -G needs seconds above 0\n"; return 2; } o.rotate_s = static_cast<uint64_t>(n); }
-    else if (a == "-W") { if (!count("a file count", n) || n == 0) { std::cerr << "kwire record: -W needs a count above 0\n"; return 2; } o.ring = static_cast<uint32_t>(n); }
-    else if (a == "-a") {
-      auto v = value("duration:S, filesize:KB or packets:N"); if (!v) return 2;
-      const auto colon = v->find(':');
-      const std::string kind = v->substr(0, colon), amount = colon == std::string::npos ? "" : v->substr(colon + 1);
-      if (!number(amount, n) || n == 0 || (kind != "duration" && kind != "filesize" && kind != "packets")) {
-        std::cerr << "kwire record: -a takes duration:SECONDS, filesize:KB or packets:N, not '" << *v << "'\n";
-        return 2;
-      }
-      if (kind == "duration") o.duration_s = static_cast<double>(n);
-      else if (kind == "filesize") o.filesize_kb = static_cast<uint64_t>(n);
-      else o.packets = n;
-    }
-    else if (a == "--annotate") o.annotate = true;
-    else if (a == "--redact-sasl") o.redact = true;
-    else if (a == "--tls-keylog") { auto v = value("a key log file"); if (!v) return 2; o.tls_keylog = *v; }
-    else if (a == "--decode") o.decode = true;
-    else if (a == "-q") o.quiet = true;
-    else if (a == "-D") o.list = true;
-    else {
-      std::cerr << "kwire record: unknown option " << a << (o.decode ? "" : " (output options need --decode first)")
-                << "\n" << kRecordHelp << kOutputOptionsHelp << kRecordTail;
-      return 2;
-    }
+    opt.help = "with --decode: " + opt.help;
+    c.options.push_back(std::move(opt));
   }
+  c.options.push_back(flag({"-q"}, "no status line on a terminal", [&o] { o.quiet = true; }));
+  c.options.push_back(flag({"-D"}, "list the interfaces and exit", [&o] { o.list = true; }));
+  for (auto& opt : spec_options(a.ps, "for --decode and --annotate")) c.options.push_back(std::move(opt));
+  c.options.push_back(help_flag());
+  c.notes = {"On exit (Ctrl-C, SIGTERM, SIGHUP, -c, -a, end of -r) stderr gets the final statistics:",
+             "  kwire record: received=N captured=N kernel_dropped=N if_dropped=N written=N kafka_messages=N\n"
+             "                connections=N kafka_connections=N evicted=N files=N",
+             "(received: what the kernel counted for the filter, on lo each packet twice; captured: what kwire read; "
+             "written: what went into the file)"};
+  c.exit = {{"0", "done"},
+            {"1", "a write or capture failure (the file keeps every whole packet written before it)"},
+            {"2", "bad usage, unknown interface, no capture privilege, bad filter"}};
+  return c;
+}
+
+// What only the whole set of options can tell; 0 when they hold, else 2
+// after printing why.
+int check(RecordArgs& a) {
+  RecordOptions& o = a.o;
+  std::string error;
   if (o.list) return 0;
+  if (!a.output_option.empty() && !o.decode) {
+    std::cerr << "kwire record: " << a.output_option << " is an option of --decode's output: give --decode too\n";
+    return 2;
+  }
   if (o.iface.empty() == o.input.empty()) { std::cerr << "kwire record: give one of -i IFACE or -r FILE\n"; return 2; }
   if (o.output.empty()) { std::cerr << "kwire record: -w FILE is required (- for standard output)\n"; return 2; }
   if (!check_output_options(o.out, error)) { std::cerr << "kwire record: " << error << "\n"; return 2; }
@@ -691,24 +687,26 @@ int Recorder::finish(int status) {
 
 }  // namespace
 
+Command record_cli() {
+  auto a = std::make_shared<RecordArgs>();
+  Command c = record_table(*a);
+  c.keep = a;
+  return c;
+}
+
 int record_command(std::vector<std::string> args) {
-  ProgramSet ps = ProgramSet::build_release();
+  RecordArgs a;
+  if (const int rc = parse(record_table(a), args); rc >= 0) return rc;
+  if (const int rc = check(a); rc != 0) return rc;
+  const RecordOptions& o = a.o;
   std::string error;
-  if (!apply_spec_options(args, ps, error)) {
-    std::cerr << "kwire record: " << error << "\n";
-    return 2;
-  }
-  RecordOptions o;
-  const int parsed = parse(args, ps, o);
-  if (parsed == -1) return 0;
-  if (parsed != 0) return parsed;
   if (o.list) {
     auto names = list_interfaces(error);
     if (!error.empty()) { std::cerr << "kwire record: cannot list interfaces: " << error << "\n"; return 1; }
     for (const auto& n : names) std::cout << n << "\n";
     return 0;
   }
-  Recorder r(ps, o);
+  Recorder r(a.ps, o);
   return r.run();
 }
 

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
+#include "cli/frame_printer.hpp"
 #include "dissector/filter/filter.hpp"
 #include "replay/concurrency.hpp"
 #include "replay/engine.hpp"
@@ -21,86 +22,6 @@
 namespace kwire::cli {
 
 namespace {
-
-const char* kReplayHelp =
-    "usage: kwire replay -r CAPTURE --target HOST:PORT [options]\n"
-    "Re-sends the client sessions of CAPTURE to a broker under test, one connection per\n"
-    "recorded connection, substituting what the broker hands out (member epochs, member ids,\n"
-    "producer ids and epochs, fetch sessions, topic ids), compares every response with the\n"
-    "recorded one field by field, and reports the differences.\n"
-    "\n"
-    "  -r FILE               pcap or pcapng capture (- reads standard input)\n"
-    "  --target HOST:PORT    the broker under test; every recorded broker goes there\n"
-    "  --map ADDR:PORT=HOST:PORT  send what went to recorded broker ADDR:PORT to HOST:PORT\n"
-    "                        instead (repeatable); kwire connects to no other address\n"
-    "  -p PORTS              Kafka ports of the capture (default: found from the traffic)\n"
-    "  --tls-keylog FILE     TLS key log to read sessions recorded over TLS from their decrypted\n"
-    "                        content (a pcapng file's own secrets blocks are read without it)\n"
-    "  --timing recorded|fast  recorded (default): keep the recorded gaps between requests;\n"
-    "                        fast: each request as soon as the responses it may depend on\n"
-    "                        are in, at the connection's recorded pipelining depth\n"
-    "  --speed X             with recorded timing, gaps divided by X (2 = twice as fast)\n"
-    "  --api A,B             replay only these requests (api names, any case)\n"
-    "  -Y FILTER             replay only the requests of the exchanges a display filter selects\n"
-    "                        (as for kwire decode): the request matches, or its recorded\n"
-    "                        response does (-Y 'body.errorCode != 0' replays what failed)\n"
-    "  --group G,H           replay only sessions whose requests name one of these groups\n"
-    "  --conn N,M            replay only these sessions (numbers as the report lists them)\n"
-    "  --rename-group PREFIX prefix every group id, so the replay meets no earlier state\n"
-    "  --rename-topic PREFIX prefix every topic name (with --setup, topics are made so)\n"
-    "  --setup               create the topics the capture uses that the target lacks, as\n"
-    "                        recorded (names and partition counts from its Metadata\n"
-    "                        responses): this hides a changed default partition count\n"
-    "  --ignore [API:]PATH   also ignore differences at PATH (JSON names, * and ** wildcards)\n"
-    "  --no-default-ignores  compare the volatile fields too (see --list-rules)\n"
-    "  --expect [API:]PATH=VALUE  the live responses must carry VALUE at PATH\n"
-    "  --list-rules          print the substitution and ignore rules and exit\n"
-    "  --report FILE.json    the report as JSON\n"
-    "  --junit FILE.xml      the report as JUnit XML, one test case per session\n"
-    "  --record-out FILE     the replay's own traffic as pcapng (open it beside CAPTURE)\n"
-    "  --script FILE.lua     hooks: on_request(msg, ctx) may edit a request's fields or\n"
-    "                        return false to skip it; on_response(msg, recorded, ctx) may\n"
-    "                        add expectations with kwire.expect(path, value)\n"
-    "  --timeout S           per-request timeout, seconds (default 30; at least twice the\n"
-    "                        recorded latency). A retriable error where the capture shows\n"
-    "                        success is retried with back-off for up to 10 s (or S)\n"
-    "  --retry-budget S[:N]  what one session may spend on such retries: S seconds (each\n"
-    "                        attempt's round trip and the back-off after it; default 5)\n"
-    "                        and N retries (default 20); retries that end in an answer\n"
-    "                        are given back, waits for a coordinator to load not charged;\n"
-    "                        once spent, the session's later answers are compared as they\n"
-    "                        come (retriable errors become regressions) and the report\n"
-    "                        says so. 0: no retries\n"
-    "  --reconnect-timeout S give a connection up after S seconds unreachable, and the\n"
-    "                        whole target once it sent nothing for S seconds while\n"
-    "                        requests timed out (default 10)\n"
-    "  --tls                 connect to the target over TLS (1.2 or 1.3), verifying its\n"
-    "                        certificate against the system's CAs and the target's host name\n"
-    "  --tls-ca FILE         trust the CA certificates in FILE (PEM) instead (implies --tls)\n"
-    "  --tls-cert FILE       client certificate chain, PEM, for brokers that require one\n"
-    "  --tls-key FILE        its private key, PEM (default: in --tls-cert's file)\n"
-    "  --tls-server-name NAME  the name sent as SNI and verified (default: the target host)\n"
-    "  --tls-insecure        TLS without verifying the target's certificate (warned about)\n"
-    "  --sasl-plain USER:PASSWORD  sessions recorded with SASL PLAIN log in with these\n"
-    "  --sasl-scram-256 USER:PASSWORD  the same for SCRAM-SHA-256\n"
-    "  --sasl-scram-512 USER:PASSWORD  the same for SCRAM-SHA-512: each mechanism's sessions\n"
-    "                        log in with the credentials given for it\n"
-    "                        credentials (USER alone: the password from $KWIRE_SASL_PASSWORD);\n"
-    "                        the first given also logs kwire's own connections in\n"
-    "  --sasl-oauthbearer TOKEN|@FILE  the same for OAUTHBEARER, with this token\n"
-    "  --budget S            end the whole run after S seconds and report what was done\n"
-    "                        (default: 120 + 4 x the capture's duration; 0: no bound)\n"
-    "  -q                    no progress on stderr (else a line kept up to date on a\n"
-    "                        terminal, one line every 5 s when stderr is not one)\n"
-    "  --overlay NAME, --spec-dir DIR  as for kwire decode\n"
-    "  -h, --help            this help\n"
-    "\n"
-    "exit status: 0 no regression (races between sessions are reported, not counted);\n"
-    "1 regressions or unanswered requests; 2 could not run\n"
-    "(bad usage, unreadable capture, target unreachable, its TLS handshake or SASL login\n"
-    "refused), with the reason on stderr.\n"
-    "SIGINT or SIGTERM (and a spent --budget) end the run early: the text, --report and\n"
-    "--junit reports of what was done are still written, and the exit status is 1\n";
 
 // --sasl-plain/--sasl-scram-256/--sasl-scram-512 USER:PASSWORD (USER alone:
 // the password from $KWIRE_SASL_PASSWORD, kept out of the process list);
@@ -221,163 +142,333 @@ void list_rules() {
   for (const auto& f : replay::ask_fields()) std::cout << "  " << f.api << ":" << f.path << "\n";
 }
 
-}  // namespace
+// A number of seconds: above 0, or 0 too when zero_ok.
+Option seconds(std::vector<std::string> names, std::string arg, std::string help, bool zero_ok, double& into) {
+  const std::string first = names.front();
+  return value(std::move(names), std::move(arg), std::move(help),
+               [first, zero_ok, &into](const std::string& v, std::string& error) {
+                 double s = -1;
+                 size_t used = 0;
+                 try {
+                   s = std::stod(v, &used);
+                 } catch (...) {
+                 }
+                 if (used != v.size() || !(zero_ok ? s >= 0 : s > 0)) {
+                   error = first + (zero_ok ? " needs a number of seconds (0: no bound), not "
+                                            : " needs a positive number of seconds, not ") + v;
+                   return false;
+                 }
+                 into = s;
+                 return true;
+               });
+}
 
-volatile std::sig_atomic_t g_stop = 0;
-
-int replay_command(std::vector<std::string> args) {
+struct ReplayArgs {
   ProgramSet ps = ProgramSet::build_release();
-  std::string error;
-  auto fail = [](const std::string& m) { std::cerr << "kwire replay: " << m << "\n"; return 2; };
-  if (!apply_spec_options(args, ps, error)) return fail(error);
   std::string file, report_json, junit, script_file;
   replay::ReplayOptions o;
   SessionOptions session;
   CaptureOptions capture;
-  bool have_target = false, default_ignores = true, quiet = false;
+  bool have_target = false, default_ignores = true, quiet = false, list_rules = false;
   double budget = -1;
   std::vector<replay::IgnoreRule> extra_ignores;
-  std::unique_ptr<filter::Filter> display_filter;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto next = [&]() -> const std::string* {
-      if (i + 1 >= args.size()) return nullptr;
-      return &args[++i];
+  std::shared_ptr<const filter::Filter> display_filter;
+};
+
+Command replay_table(ReplayArgs& a) {
+  replay::ReplayOptions& o = a.o;
+  auto text = [](std::string& into) {
+    return [&into](const std::string& v, std::string&) { into = v; return true; };
+  };
+  auto tls_file = [&o](std::string& into) {
+    return [&o, &into](const std::string& v, std::string&) {
+      o.tls.enabled = true;
+      into = v;
+      return true;
     };
-    const std::string* v = nullptr;
-    if (a == "-h" || a == "--help") { std::cout << kReplayHelp; return 0; }
-    if (a == "--list-rules") { list_rules(); return 0; }
-    if (a == "--setup") { o.setup = true; continue; }
-    if (a == "--no-default-ignores") { default_ignores = false; continue; }
-    if (a == "-q") { quiet = true; continue; }
-    if (a == "--tls") { o.tls.enabled = true; continue; }
-    if (a == "--tls-insecure") { o.tls.enabled = o.tls.insecure = true; continue; }
-    static const std::set<std::string> with_value = {
-        "-r", "-Y", "--target", "--map", "-p", "--timing", "--speed", "--api", "--group", "--conn", "--rename-group",
-        "--rename-topic", "--ignore", "--expect", "--report", "--junit", "--record-out", "--script", "--timeout", "--budget",
-        "--retry-budget", "--reconnect-timeout", "--sasl-plain", "--sasl-scram-256", "--sasl-scram-512", "--sasl-oauthbearer",
-        "--tls-keylog", "--tls-ca", "--tls-cert", "--tls-key", "--tls-server-name"};
-    if (!with_value.count(a)) return fail("unknown option " + a + " (kwire replay --help lists them)");
-    if (!(v = next())) return fail(a + " needs a value");
-    if (a == "-r") file = *v;
-    else if (a == "-Y") {
-      filter::CompileError err;
-      auto f = filter::Filter::compile(*v, ps, err);
-      if (!f) return fail("-Y: " + err.format());
-      display_filter = std::make_unique<filter::Filter>(std::move(*f));
-    }
-    else if (a == "--target") { if (!replay::parse_host_port(*v, o.target, error)) return fail("--target: " + error); have_target = true; }
-    else if (a == "--map") {
-      auto eq = v->find('=');
-      replay::HostPort from, to;
-      if (eq == std::string::npos) return fail("--map needs ADDR:PORT=HOST:PORT, not " + *v);
-      if (!replay::parse_host_port(v->substr(0, eq), from, error) || !replay::parse_host_port(v->substr(eq + 1), to, error))
-        return fail("--map " + *v + ": " + error);
-      o.map[from.str()] = to;
-    }
-    else if (a == "-p") { if (!parse_ports(*v, session.ports, error)) return fail(error); }
-    else if (a == "--tls-keylog") capture.tls_keylogs.push_back(*v);
-    else if (a == "--timing") {
-      if (*v == "recorded") o.timing = replay::ReplayOptions::Timing::Recorded;
-      else if (*v == "fast") o.timing = replay::ReplayOptions::Timing::Fast;
-      else return fail("--timing is recorded or fast, not " + *v);
-    }
-    else if (a == "--speed") {
-      try { o.speed = std::stod(*v); } catch (...) { o.speed = -1; }
-      if (!(o.speed > 0)) return fail("--speed needs a positive number, not " + *v);
-    }
-    else if (a == "--api") {
-      for (const auto& name : split(*v, ',')) {
-        const MessageProgram* m = ps.find_api(name);
-        if (!m) return fail("--api: no api named " + name + " (kwire specs lists them)");
-        o.apis.insert(std::string(m->api_name));
-      }
-    }
-    else if (a == "--group") for (const auto& g : split(*v, ',')) o.groups.insert(g);
-    else if (a == "--conn") {
-      for (const auto& n : split(*v, ',')) {
-        try { o.conns.insert(static_cast<uint32_t>(std::stoul(n))); } catch (...) { return fail("--conn: bad session number " + n); }
-      }
-    }
-    else if (a == "--rename-group") o.renames.group_prefix = *v;
-    else if (a == "--rename-topic") o.renames.topic_prefix = *v;
-    else if (a == "--ignore") {
-      replay::IgnoreRule r;
-      if (!replay::parse_pattern(*v, r.pattern, error)) return fail("--ignore: " + error);
-      r.why = "--ignore";
-      extra_ignores.push_back(std::move(r));
-    }
-    else if (a == "--expect") {
-      auto eq = v->find('=');
-      if (eq == std::string::npos) return fail("--expect needs [API:]PATH=VALUE, not " + *v);
-      replay::ExpectRule r;
-      if (!replay::parse_pattern(v->substr(0, eq), r.pattern, error)) return fail("--expect: " + error);
-      std::string path = v->substr(0, eq);
-      if (auto c = path.find(':'); c != std::string::npos) path = path.substr(c + 1);
-      r.path = path;
-      r.value = v->substr(eq + 1);
-      o.compare.expect.push_back(std::move(r));
-    }
-    else if (a == "--report") report_json = *v;
-    else if (a == "--junit") junit = *v;
-    else if (a == "--record-out") o.record_out = *v;
-    else if (a == "--script") script_file = *v;
-    else if (a == "--timeout" || a == "--reconnect-timeout") {
-      double s = -1;
-      try { s = std::stod(*v); } catch (...) {}
-      if (!(s > 0)) return fail(a + " needs a positive number of seconds, not " + *v);
-      (a == "--timeout" ? o.timeout_s : o.reconnect_s) = s;
-    }
-    else if (a == "--budget") {
-      double s = -1;
-      try { s = std::stod(*v); } catch (...) {}
-      if (!(s >= 0)) return fail("--budget needs a number of seconds (0: no bound), not " + *v);
-      budget = s;
-    }
-    else if (a == "--retry-budget") {
-      // S or S:N
-      double s = -1;
-      long long n = o.retry_budget.max_retries;
-      const auto colon = v->find(':');
-      try {
-        size_t used = 0;
-        const std::string secs = v->substr(0, colon);
-        s = std::stod(secs, &used);
-        if (used != secs.size()) s = -1;
-        if (colon != std::string::npos) {
-          const std::string count = v->substr(colon + 1);
-          n = std::stoll(count, &used);
-          if (used != count.size()) n = -1;
-        }
-      } catch (...) { s = -1; }
-      if (!(s >= 0) || n < 0 || n > 1000000)
-        return fail("--retry-budget needs seconds and optionally a count of retries (S or S:N, e.g. 5:20), not " + *v);
-      o.retry_budget.max_us = static_cast<int64_t>(s * 1e6);
-      o.retry_budget.max_retries = static_cast<uint32_t>(n);
-    }
-    else if (a == "--tls-ca") o.tls.enabled = true, o.tls.ca_file = *v;
-    else if (a == "--tls-cert") o.tls.enabled = true, o.tls.cert_file = *v;
-    else if (a == "--tls-key") o.tls.enabled = true, o.tls.key_file = *v;
-    else if (a == "--tls-server-name") o.tls.enabled = true, o.tls.server_name = *v;
-    else if (a.starts_with("--sasl-")) {
+  };
+  auto sasl = [&o](const std::string& option) {
+    return [&o, option](const std::string& v, std::string& error) {
       replay::SaslLogin login;
-      if (!parse_sasl_login(a, *v, login, error)) return fail(error);
-      if (o.login_for(login.mechanism)) return fail(a + " is given twice");
+      if (!parse_sasl_login(option, v, login, error)) return false;
+      if (o.login_for(login.mechanism)) {
+        error = option + " is given twice";
+        return false;
+      }
       o.sasl.push_back(std::move(login));
-    }
+      return true;
+    };
+  };
+  Command c;
+  c.name = "replay";
+  c.brief = "replay -r FILE --target HOST:PORT";
+  c.summary = "re-send the capture's client sessions to a broker, compare the answers";
+  c.usage = {{"kwire replay -r CAPTURE --target HOST:PORT [options]", ""}};
+  c.description = {
+      "Re-sends the client sessions of CAPTURE to a broker under test, one connection per recorded connection, "
+      "substituting what the broker hands out (member epochs, member ids, producer ids and epochs, fetch sessions, "
+      "topic ids), compares every response with the recorded one field by field, and reports the differences."};
+  c.options = {
+      value({"-r"}, "FILE", "pcap or pcapng capture (- reads standard input)", text(a.file), ValueKind::File),
+      value({"--target"}, "HOST:PORT", "the broker under test; every recorded broker goes there",
+            [&a](const std::string& v, std::string& error) {
+              if (!replay::parse_host_port(v, a.o.target, error)) {
+                error = "--target: " + error;
+                return false;
+              }
+              a.have_target = true;
+              return true;
+            }),
+      value({"--map"}, "ADDR:PORT=HOST:PORT",
+            "send what went to recorded broker ADDR:PORT to HOST:PORT instead (repeatable); kwire connects to no "
+            "other address",
+            [&o](const std::string& v, std::string& error) {
+              const auto eq = v.find('=');
+              replay::HostPort from, to;
+              if (eq == std::string::npos) {
+                error = "--map needs ADDR:PORT=HOST:PORT, not " + v;
+                return false;
+              }
+              if (!replay::parse_host_port(v.substr(0, eq), from, error) ||
+                  !replay::parse_host_port(v.substr(eq + 1), to, error)) {
+                error = "--map " + v + ": " + error;
+                return false;
+              }
+              o.map[from.str()] = to;
+              return true;
+            }),
+      value({"-p"}, "PORTS", "Kafka ports of the capture (default: found from the traffic)",
+            [&a](const std::string& v, std::string& error) { return parse_ports(v, a.session.ports, error); }),
+      value({"--tls-keylog"}, "FILE",
+            "TLS key log to read sessions recorded over TLS from their decrypted content (a pcapng file's own "
+            "secrets blocks are read without it)",
+            [&a](const std::string& v, std::string&) { a.capture.tls_keylogs.push_back(v); return true; },
+            ValueKind::File),
+      value({"--timing"}, "recorded|fast",
+            "recorded (default): keep the recorded gaps between requests; fast: each request as soon as the "
+            "responses it may depend on are in, at the connection's recorded pipelining depth",
+            [&o](const std::string& v, std::string&) {
+              o.timing = v == "fast" ? replay::ReplayOptions::Timing::Fast : replay::ReplayOptions::Timing::Recorded;
+              return true;
+            }),
+      value({"--speed"}, "X", "with recorded timing, gaps divided by X (2 = twice as fast)",
+            [&o](const std::string& v, std::string& error) {
+              size_t used = 0;
+              try {
+                o.speed = std::stod(v, &used);
+              } catch (...) {
+                o.speed = -1;
+              }
+              if (used == v.size() && o.speed > 0) return true;
+              error = "--speed needs a positive number, not " + v;
+              return false;
+            }),
+      value({"--api"}, "A,B", "replay only these requests (api names, any case)",
+            [&a](const std::string& v, std::string& error) {
+              for (const auto& name : split(v, ',')) {
+                const MessageProgram* m = a.ps.find_api(name);
+                if (!m) {
+                  error = "--api: no api named " + name + " (kwire specs lists them)";
+                  return false;
+                }
+                a.o.apis.insert(std::string(m->api_name));
+              }
+              return true;
+            }),
+      display_filter_option(a.ps, a.display_filter,
+                            "replay only the requests of the exchanges a display filter selects (as for kwire "
+                            "decode): the request matches, or its recorded response does (-Y 'body.errorCode != 0' "
+                            "replays what failed)"),
+      value({"--group"}, "G,H", "replay only sessions whose requests name one of these groups",
+            [&o](const std::string& v, std::string&) {
+              for (const auto& g : split(v, ',')) o.groups.insert(g);
+              return true;
+            }),
+      value({"--conn"}, "N,M", "replay only these sessions (numbers as the report lists them)",
+            [&o](const std::string& v, std::string& error) {
+              for (const auto& n : split(v, ',')) {
+                size_t used = 0;
+                unsigned long k = 0;
+                try {
+                  k = std::stoul(n, &used);
+                } catch (...) {
+                  used = 0;
+                }
+                if (used != n.size() || n[0] == '-' || k > UINT32_MAX) {
+                  error = "--conn: bad session number " + n;
+                  return false;
+                }
+                o.conns.insert(static_cast<uint32_t>(k));
+              }
+              return true;
+            }),
+      value({"--rename-group"}, "PREFIX", "prefix every group id, so the replay meets no earlier state",
+            text(o.renames.group_prefix)),
+      value({"--rename-topic"}, "PREFIX", "prefix every topic name (with --setup, topics are made so)",
+            text(o.renames.topic_prefix)),
+      flag({"--setup"},
+           "create the topics the capture uses that the target lacks, as recorded (names and partition counts from "
+           "its Metadata responses): this hides a changed default partition count",
+           [&o] { o.setup = true; }),
+      value({"--ignore"}, "[API:]PATH", "also ignore differences at PATH (JSON names, * and ** wildcards)",
+            [&a](const std::string& v, std::string& error) {
+              replay::IgnoreRule r;
+              if (!replay::parse_pattern(v, r.pattern, error)) {
+                error = "--ignore: " + error;
+                return false;
+              }
+              r.why = "--ignore";
+              a.extra_ignores.push_back(std::move(r));
+              return true;
+            }),
+      flag({"--no-default-ignores"}, "compare the volatile fields too (see --list-rules)",
+           [&a] { a.default_ignores = false; }),
+      value({"--expect"}, "[API:]PATH=VALUE", "the live responses must carry VALUE at PATH",
+            [&o](const std::string& v, std::string& error) {
+              const auto eq = v.find('=');
+              if (eq == std::string::npos) {
+                error = "--expect needs [API:]PATH=VALUE, not " + v;
+                return false;
+              }
+              replay::ExpectRule r;
+              if (!replay::parse_pattern(v.substr(0, eq), r.pattern, error)) {
+                error = "--expect: " + error;
+                return false;
+              }
+              std::string path = v.substr(0, eq);
+              if (auto colon = path.find(':'); colon != std::string::npos) path = path.substr(colon + 1);
+              r.path = path;
+              r.value = v.substr(eq + 1);
+              o.compare.expect.push_back(std::move(r));
+              return true;
+            }),
+      flag({"--list-rules"}, "print the substitution and ignore rules and exit", [&a] { a.list_rules = true; }),
+      value({"--report"}, "FILE.json", "the report as JSON", text(a.report_json), ValueKind::File),
+      value({"--junit"}, "FILE.xml", "the report as JUnit XML, one test case per session", text(a.junit),
+            ValueKind::File),
+      value({"--record-out"}, "FILE", "the replay's own traffic as pcapng (open it beside CAPTURE)",
+            text(o.record_out), ValueKind::File),
+      value({"--script"}, "FILE.lua",
+            "hooks: on_request(msg, ctx) may edit a request's fields or return false to skip it; on_response(msg, "
+            "recorded, ctx) may add expectations with kwire.expect(path, value)",
+            text(a.script_file), ValueKind::File),
+      seconds({"--timeout"}, "S",
+              "per-request timeout, seconds (default 30; at least twice the recorded latency). A retriable error "
+              "where the capture shows success is retried with back-off for up to 10 s (or S)",
+              false, o.timeout_s),
+      value({"--retry-budget"}, "S[:N]",
+            "what one session may spend on such retries: S seconds (each attempt's round trip and the back-off "
+            "after it; default 5) and N retries (default 20); retries that end in an answer are given back, waits "
+            "for a coordinator to load not charged; once spent, the session's later answers are compared as they "
+            "come (retriable errors become regressions) and the report says so. 0: no retries",
+            [&o](const std::string& v, std::string& error) {
+              double s = -1;
+              long long n = o.retry_budget.max_retries;
+              const auto colon = v.find(':');
+              try {
+                size_t used = 0;
+                const std::string secs = v.substr(0, colon);
+                s = std::stod(secs, &used);
+                if (used != secs.size()) s = -1;
+                if (colon != std::string::npos) {
+                  const std::string count = v.substr(colon + 1);
+                  n = std::stoll(count, &used);
+                  if (used != count.size()) n = -1;
+                }
+              } catch (...) {
+                s = -1;
+              }
+              if (!(s >= 0) || n < 0 || n > 1000000) {
+                error = "--retry-budget needs seconds and optionally a count of retries (S or S:N, e.g. 5:20), not " + v;
+                return false;
+              }
+              o.retry_budget.max_us = static_cast<int64_t>(s * 1e6);
+              o.retry_budget.max_retries = static_cast<uint32_t>(n);
+              return true;
+            }),
+      seconds({"--reconnect-timeout"}, "S",
+              "give a connection up after S seconds unreachable, and the whole target once it sent nothing for S "
+              "seconds while requests timed out (default 10)",
+              false, o.reconnect_s),
+      flag({"--tls"},
+           "connect to the target over TLS (1.2 or 1.3), verifying its certificate against the system's CAs and the "
+           "target's host name",
+           [&o] { o.tls.enabled = true; }),
+      value({"--tls-ca"}, "FILE", "trust the CA certificates in FILE (PEM) instead (implies --tls)",
+            tls_file(o.tls.ca_file), ValueKind::File),
+      value({"--tls-cert"}, "FILE", "client certificate chain, PEM, for brokers that require one",
+            tls_file(o.tls.cert_file), ValueKind::File),
+      value({"--tls-key"}, "FILE", "its private key, PEM (default: in --tls-cert's file)", tls_file(o.tls.key_file),
+            ValueKind::File),
+      value({"--tls-server-name"}, "NAME", "the name sent as SNI and verified (default: the target host)",
+            tls_file(o.tls.server_name)),
+      flag({"--tls-insecure"}, "TLS without verifying the target's certificate (warned about)",
+           [&o] { o.tls.enabled = o.tls.insecure = true; }),
+      value({"--sasl-plain"}, "USER:PASSWORD",
+            "sessions recorded with SASL PLAIN log in with these credentials (USER alone: the password from "
+            "$KWIRE_SASL_PASSWORD); the first mechanism given also logs kwire's own connections in",
+            sasl("--sasl-plain")),
+      value({"--sasl-scram-256"}, "USER:PASSWORD", "the same for SCRAM-SHA-256", sasl("--sasl-scram-256")),
+      value({"--sasl-scram-512"}, "USER:PASSWORD", "the same for SCRAM-SHA-512", sasl("--sasl-scram-512")),
+      value({"--sasl-oauthbearer"}, "TOKEN|@FILE", "the same for OAUTHBEARER, with this token",
+            sasl("--sasl-oauthbearer")),
+      seconds({"--budget"}, "S",
+              "end the whole run after S seconds and report what was done (default: 120 + 4 x the capture's "
+              "duration; 0: no bound)",
+              true, a.budget),
+      flag({"-q"},
+           "no progress on stderr (else a line kept up to date on a terminal, one line every 5 s when stderr is "
+           "not one)",
+           [&a] { a.quiet = true; }),
+  };
+  for (auto& opt : spec_options(a.ps)) c.options.push_back(std::move(opt));
+  c.options.push_back(help_flag());
+  c.exit = {{"0", "no regression (races between sessions are reported, not counted)"},
+            {"1", "regressions or unanswered requests"},
+            {"2", "could not run (bad usage, unreadable capture, target unreachable, its TLS handshake or SASL login "
+                  "refused), with the reason on stderr"}};
+  c.exit_note =
+      "SIGINT or SIGTERM (and a spent --budget) end the run early: the text, --report and --junit reports of what was "
+      "done are still written, and the exit status is 1.";
+  return c;
+}
+
+}  // namespace
+
+Command replay_cli() {
+  auto a = std::make_shared<ReplayArgs>();
+  Command c = replay_table(*a);
+  c.keep = a;
+  return c;
+}
+
+volatile std::sig_atomic_t g_stop = 0;
+
+int replay_command(std::vector<std::string> args) {
+  ReplayArgs a;
+  if (const int rc = parse(replay_table(a), args); rc >= 0) return rc;
+  if (a.list_rules) {
+    list_rules();
+    return 0;
   }
-  if (file.empty()) return fail("-r CAPTURE is required\n" + std::string(kReplayHelp));
-  if (!have_target) return fail("--target HOST:PORT is required (kwire connects to no address it is not given)");
+  auto fail = [](const std::string& m) { std::cerr << "kwire replay: " << m << "\n"; return 2; };
+  std::string error;
+  const ProgramSet& ps = a.ps;
+  const std::string& file = a.file;
+  replay::ReplayOptions& o = a.o;
+  double budget = a.budget;
+  if (file.empty()) return fail("-r CAPTURE is required ('kwire replay --help' lists the options)");
+  if (!a.have_target) return fail("--target HOST:PORT is required (kwire connects to no address it is not given)");
   if (o.tls.insecure)
     std::cerr << "kwire replay: WARNING: --tls-insecure: the target's certificate is not checked; anyone between kwire "
                  "and the target can read and answer this replay\n";
-  if (default_ignores) o.compare.ignore = replay::default_ignore_rules();
-  for (auto& r : extra_ignores) o.compare.ignore.push_back(std::move(r));
-  o.progress = !quiet;
+  if (a.default_ignores) o.compare.ignore = replay::default_ignore_rules();
+  for (auto& r : a.extra_ignores) o.compare.ignore.push_back(std::move(r));
+  o.progress = !a.quiet;
   o.progress_lines = !isatty(2);
   std::unique_ptr<replay::Script> script;
-  if (!script_file.empty()) {
-    script = replay::Script::load(script_file, ps, error);
+  if (!a.script_file.empty()) {
+    script = replay::Script::load(a.script_file, ps, error);
     if (!script) return fail("--script: " + error);
     replay::Script* sp = script.get();
     if (sp->has_on_request())
@@ -395,11 +486,11 @@ int replay_command(std::vector<std::string> args) {
   }
 
   replay::Recording rec;
-  if (!replay::load_recording(file, ps, session, rec, error, capture)) return fail("cannot read " + file + ": " + error);
+  if (!replay::load_recording(file, ps, a.session, rec, error, a.capture)) return fail("cannot read " + file + ": " + error);
   for (const auto& n : rec.notes) std::cerr << "kwire replay: " << file << ": " << n << "\n";
   std::set<const replay::Exchange*> selected;
-  if (display_filter) {
-    replay::select_exchanges(ps, *display_filter, rec, selected);
+  if (a.display_filter) {
+    replay::select_exchanges(ps, *a.display_filter, rec, selected);
     o.select = [&selected](const replay::Exchange& e) { return selected.count(&e) > 0; };
   }
   replay::ReplayResult result;
@@ -448,8 +539,8 @@ int replay_command(std::vector<std::string> args) {
     if (!f) { std::cerr << "kwire replay: cannot write " << path << "\n"; return false; }
     return true;
   };
-  if (!report_json.empty() && !write(report_json, replay::write_json_report)) return 2;
-  if (!junit.empty() && !write(junit, replay::write_junit_report)) return 2;
+  if (!a.report_json.empty() && !write(a.report_json, replay::write_json_report)) return 2;
+  if (!a.junit.empty() && !write(a.junit, replay::write_junit_report)) return 2;
   replay::Totals t = replay::totals(result);
   if (!result.stopped.empty()) {
     std::cerr << "kwire replay: stopped early (" << result.stopped << "); the reports hold what was done\n";

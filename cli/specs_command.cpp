@@ -9,37 +9,62 @@
 
 namespace kwire::cli {
 
-int specs_command(std::vector<std::string> args) {
+namespace {
+
+struct SpecsArgs {
   ProgramSet ps = ProgramSet::build_release();
-  std::string error;
-  if (!apply_spec_options(args, ps, error)) {
-    std::cerr << "kwire specs: " << error << "\n";
-    return 2;
-  }
   std::string name;
   int version = -1;
   bool list_versions = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--versions") {
-      list_versions = true;
-    } else if (args[i] == "-v" && i + 1 < args.size()) {
-      try { version = std::stoi(args[++i]); } catch (...) { std::cerr << "kwire specs: -v needs a number\n"; return 2; }
-    } else if (args[i] == "-h" || args[i] == "--help") {
-      std::cout << "usage: kwire specs [options]                    list every API and version\n"
-                   "       kwire specs --versions [options]         one line per api version: API_KEY VERSION SOURCE\n"
-                   "       kwire specs NAME [-v VERSION] [options]  wire layout of a message\n"
-                   "NAME is an api name (StreamsGroupHeartbeat, any case), a message name\n"
-                   "(StreamsGroupHeartbeatResponse) or an api key; without -v the newest version.\n"
-                   "options:\n"
-                << kSpecOptionsHelp << kHelpOptionHelp;
-      return 0;
-    } else if (name.empty()) {
-      name = args[i];
-    } else {
-      std::cerr << "kwire specs: unexpected argument " << args[i] << "\n";
-      return 2;
+};
+
+Command specs_table(SpecsArgs& a) {
+  Command c;
+  c.name = "specs";
+  c.brief = "specs [NAME]";
+  c.summary = "list the APIs kwire knows, or show a message's wire layout";
+  c.usage = {{"kwire specs [options]", "list every API and version"},
+             {"kwire specs --versions [options]", "one line per api version: API_KEY VERSION SOURCE"},
+             {"kwire specs NAME [-v VERSION] [options]", "wire layout of a message"}};
+  c.description = {
+      "NAME is an api name (StreamsGroupHeartbeat, any case), a message name (StreamsGroupHeartbeatResponse) or an "
+      "api key; without -v the newest version."};
+  c.options = {
+      flag({"--versions"}, "one line per api version kwire decodes: API_KEY VERSION SOURCE",
+           [&a] { a.list_versions = true; }),
+      count({"-v"}, "VERSION", "the version of NAME to show (default: the newest)", 0, 32767,
+            [&a](long long n) { a.version = static_cast<int>(n); }),
+  };
+  for (auto& o : spec_options(a.ps)) c.options.push_back(std::move(o));
+  c.options.push_back(help_flag());
+  c.operand = "NAME";
+  c.set_operand = [&a](const std::string& v, std::string& error) {
+    if (!a.name.empty()) {
+      error = "one NAME at a time, not " + a.name + " and " + v;
+      return false;
     }
-  }
+    a.name = v;
+    return true;
+  };
+  return c;
+}
+
+}  // namespace
+
+Command specs_cli() {
+  auto a = std::make_shared<SpecsArgs>();
+  Command c = specs_table(*a);
+  c.keep = a;
+  return c;
+}
+
+int specs_command(std::vector<std::string> args) {
+  SpecsArgs a;
+  if (const int rc = parse(specs_table(a), args); rc >= 0) return rc;
+  const ProgramSet& ps = a.ps;
+  const std::string& name = a.name;
+  const int version = a.version;
+  const bool list_versions = a.list_versions;
 
   if (list_versions) {
     // For scripts: "0 2 kafka 3.9.1", every api version kwire decodes.

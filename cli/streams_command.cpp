@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "cli/commands.hpp"
+#include "cli/frame_printer.hpp"
 #include "dissector/filter/filter.hpp"
 #include "dissector/protocol/session.hpp"
 #include "pipeline/capture_file.hpp"
@@ -15,29 +16,6 @@
 namespace kwire::cli {
 
 namespace {
-
-const char* kStreamsHelp =
-    "usage: kwire streams -r FILE|- [options]\n"
-    "Reports what each Kafka Streams group (streams rebalance protocol) did in a capture:\n"
-    "members and their epochs, rebalances and their causes, task movements, statuses,\n"
-    "errors, topology description pushes, describes, deletes and anomalies.\n"
-    "  -r FILE            pcap or pcapng file to read; - reads standard input\n"
-    "  -p PORTS           Kafka ports, comma separated (default 9092); Kafka on other\n"
-    "                     ports is recognised from its requests\n"
-    "  -f FILTER          BPF capture filter applied while reading\n"
-    "  --tls-keylog FILE  TLS key log (SSLKEYLOGFILE format) to decrypt TLS connections with;\n"
-    "                     repeatable. Secrets blocks of a pcapng file are read without it\n"
-    "  -T text|json       report format (default text)\n"
-    "  -Y FILTER          the model sees only the messages a display filter selects\n"
-    "                     (docs/decode.md); request.PATH keeps exchanges whole, e.g.\n"
-    "                     -Y 'request.body.memberId == \"X\"' for one member's heartbeats\n"
-    "  --html FILE        also write a self-contained HTML page (timeline and topology graph)\n"
-    "  --dot FILE         also write the topology graph as Graphviz DOT\n"
-    "  --overlay NAME     use a shipped spec overlay (see 'kwire specs')\n"
-    "  --spec-dir DIR     load more specs; they replace messages of the same name\n"
-    "  -h, --help         this help\n"
-    "exit status: 0 reported; 1 the capture cannot be read or is damaged (the report covers\n"
-    "everything before the damage), or an output file cannot be written; 2 bad usage\n";
 
 // Passes the messages a display filter selects on to the model (the selector
 // sees every message, for request.* conditions), and every connection end.
@@ -74,51 +52,70 @@ bool write_file(const std::string& path, const std::string& text) {
   return true;
 }
 
-}  // namespace
-
-int streams_command(std::vector<std::string> args) {
+struct StreamsArgs {
   ProgramSet ps = ProgramSet::build_release();
-  std::string error;
-  if (!apply_spec_options(args, ps, error)) {
-    std::cerr << "kwire streams: " << error << "\n";
-    return 2;
-  }
   std::string file, html, dot;
   bool json = false;
-  std::optional<filter::Filter> selection;
+  std::shared_ptr<const filter::Filter> selection;
   SessionOptions session;
   CaptureOptions capture;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto next = [&](const char* what) -> const std::string* {
-      if (i + 1 >= args.size()) { std::cerr << "kwire streams: " << a << " needs " << what << "\n"; return nullptr; }
-      return &args[++i];
-    };
-    if (a == "-h" || a == "--help") { std::cout << kStreamsHelp; return 0; }
-    else if (a == "-r") { auto v = next("a file"); if (!v) return 2; file = *v; }
-    else if (a == "-p") {
-      auto v = next("ports"); if (!v) return 2;
-      if (!parse_ports(*v, session.ports, error)) { std::cerr << "kwire streams: " << error << "\n"; return 2; }
-    }
-    else if (a == "-f") { auto v = next("a filter"); if (!v) return 2; capture.bpf_filter = *v; }
-    else if (a == "--tls-keylog") { auto v = next("a key log file"); if (!v) return 2; capture.tls_keylogs.push_back(*v); }
-    else if (a == "-T") {
-      auto v = next("text or json"); if (!v) return 2;
-      if (*v == "json") json = true;
-      else if (*v != "text") { std::cerr << "kwire streams: -T takes text or json, not " << *v << "\n"; return 2; }
-    }
-    else if (a == "-Y") {
-      auto v = next("a display filter"); if (!v) return 2;
-      filter::CompileError err;
-      auto f = filter::Filter::compile(*v, ps, err);
-      if (!f) { std::cerr << "kwire streams: -Y: " << err.format() << "\n"; return 2; }
-      selection.emplace(std::move(*f));
-    }
-    else if (a == "--html") { auto v = next("a file"); if (!v) return 2; html = *v; }
-    else if (a == "--dot") { auto v = next("a file"); if (!v) return 2; dot = *v; }
-    else { std::cerr << "kwire streams: unknown option " << a << "\n" << kStreamsHelp; return 2; }
+};
+
+Command streams_table(StreamsArgs& a) {
+  Command c;
+  c.name = "streams";
+  c.brief = "streams -r FILE";
+  c.summary =
+      "what each Kafka Streams group did: epochs, rebalances, tasks, anomalies; --html FILE for a timeline and "
+      "topology page";
+  c.usage = {{"kwire streams -r FILE|- [options]", ""}};
+  c.description = {
+      "Reports what each Kafka Streams group (streams rebalance protocol) did in a capture: members and their "
+      "epochs, rebalances and their causes, task movements, statuses, errors, topology description pushes, "
+      "describes, deletes and anomalies."};
+  c.options = capture_file_options(a.file, a.session, a.capture);
+  c.options.push_back(value({"-T"}, "text|json", "report format (default text)",
+                            [&a](const std::string& v, std::string&) { a.json = v == "json"; return true; }));
+  c.options.push_back(display_filter_option(
+      a.ps, a.selection,
+      "the model sees only the messages a display filter selects (docs/decode.md); request.PATH keeps exchanges "
+      "whole, e.g. -Y 'request.body.memberId == \"X\"' for one member's heartbeats"));
+  c.options.push_back(value({"--html"}, "FILE", "also write a self-contained HTML page (timeline and topology graph)",
+                            [&a](const std::string& v, std::string&) { a.html = v; return true; }, ValueKind::File));
+  c.options.push_back(value({"--dot"}, "FILE", "also write the topology graph as Graphviz DOT",
+                            [&a](const std::string& v, std::string&) { a.dot = v; return true; }, ValueKind::File));
+  for (auto& o : spec_options(a.ps)) c.options.push_back(std::move(o));
+  c.options.push_back(help_flag());
+  c.exit = {{"0", "reported"},
+            {"1", "the capture cannot be read or is damaged (the report covers everything before the damage), or an "
+                  "output file cannot be written"},
+            {"2", "bad usage"}};
+  return c;
+}
+
+}  // namespace
+
+Command streams_cli() {
+  auto a = std::make_shared<StreamsArgs>();
+  Command c = streams_table(*a);
+  c.keep = a;
+  return c;
+}
+
+int streams_command(std::vector<std::string> args) {
+  StreamsArgs a;
+  if (const int rc = parse(streams_table(a), args); rc >= 0) return rc;
+  if (a.file.empty()) {
+    std::cerr << "kwire streams: -r FILE is required ('kwire streams --help' lists the options)\n";
+    return 2;
   }
-  if (file.empty()) { std::cerr << "kwire streams: -r FILE is required\n" << kStreamsHelp; return 2; }
+  std::string error;
+  const ProgramSet& ps = a.ps;
+  const std::string &file = a.file, &html = a.html, &dot = a.dot;
+  const bool json = a.json;
+  SessionOptions& session = a.session;
+  CaptureOptions& capture = a.capture;
+  const std::shared_ptr<const filter::Filter>& selection = a.selection;
 
   streams::StreamsModel model(ps);
   std::optional<Selected> selected;

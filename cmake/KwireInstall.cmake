@@ -6,29 +6,30 @@ include(GNUInstallDirs)
 
 install(TARGETS kwire RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
-# Man pages (kwire(1), kwire-decode(1), ...) and the bash completion, made at
-# build time from the --help of the kwire just linked (tools/kwire_docs.py), so
-# they say what that binary does and cannot drift from it. The generator finds
-# the commands in `kwire --help`, so the pages are installed as a directory.
-option(KWIRE_DOCS "Generate and install man pages and bash completion from kwire --help" ON)
+# Man pages (kwire(1), kwire-decode(1), ...) and the bash completion, written
+# at build time by the kwire just linked (`kwire --generate`) from the option
+# tables that also parse its command line and print its --help (cli/), so they
+# say what that binary does and cannot drift from it. The pages are installed
+# as a directory: kwire knows its commands, CMake need not.
+option(KWIRE_DOCS "Generate and install man pages and bash completion (kwire --generate)" ON)
 if(KWIRE_DOCS AND CMAKE_CROSSCOMPILING)
   message(STATUS "kwire: no man pages or bash completion: a cross-compiled kwire cannot run here "
-                 "to print its --help")
+                 "to write them")
   set(KWIRE_DOCS OFF)
 endif()
 if(KWIRE_DOCS)
-  find_package(Python3 REQUIRED COMPONENTS Interpreter)
   set(KWIRE_MAN_DIR ${CMAKE_BINARY_DIR}/man)
   set(KWIRE_COMPLETION ${CMAKE_BINARY_DIR}/bash-completion/kwire)
   set(KWIRE_DOCS_STAMP ${CMAKE_BINARY_DIR}/man/.stamp)
-  set(KWIRE_DOCS_GEN ${CMAKE_SOURCE_DIR}/tools/kwire_docs.py)
   add_custom_command(
     OUTPUT ${KWIRE_DOCS_STAMP} ${KWIRE_COMPLETION}
-    COMMAND ${Python3_EXECUTABLE} ${KWIRE_DOCS_GEN} --kwire $<TARGET_FILE:kwire>
-            --man-dir ${KWIRE_MAN_DIR} --completion ${KWIRE_COMPLETION}
+    COMMAND ${CMAKE_COMMAND} -E env ASAN_OPTIONS=detect_leaks=0 $<TARGET_FILE:kwire> --generate man ${KWIRE_MAN_DIR}
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/bash-completion
+    COMMAND ${CMAKE_COMMAND} -E env ASAN_OPTIONS=detect_leaks=0 $<TARGET_FILE:kwire> --generate complete-bash
+            ${KWIRE_COMPLETION}
     COMMAND ${CMAKE_COMMAND} -E touch ${KWIRE_DOCS_STAMP}
-    DEPENDS kwire ${KWIRE_DOCS_GEN}
-    COMMENT "Generating kwire's man pages and bash completion from kwire --help"
+    DEPENDS kwire
+    COMMENT "Generating kwire's man pages and bash completion (kwire --generate)"
     VERBATIM)
   add_custom_target(kwire-docs ALL DEPENDS ${KWIRE_DOCS_STAMP} ${KWIRE_COMPLETION})
 

@@ -26,7 +26,7 @@
 #     WIRESHARK_PLUGIN_DIR, as nobody).
 # The options are read from --help here with a rule of its own (an option
 # line starts "  -"; "-h, --help" and "--overlay NAME, --spec-dir DIR" name
-# two), not with tools/kwire_docs.py's parser, so a parser bug shows.
+# two), not from kwire's option tables, so a generator bug shows.
 set -uo pipefail
 
 build=${1:?usage: tests/install/staged.sh BUILD_DIR}
