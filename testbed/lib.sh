@@ -56,6 +56,122 @@ for s in socks:
 PY
 }
 
+# Prints COUNT distinct TCP ports, one per line, each free on every given address at
+# once (for a cluster whose nodes listen on the same port, each on its own address).
+# Without SO_REUSEADDR a bind also fails when the port is taken on the wildcard address.
+free_ports_on() {  # count addr...
+    python3 - "$@" <<'PY'
+import socket, sys
+count, addrs = int(sys.argv[1]), sys.argv[2:]
+held, ports = [], []
+for _ in range(200 * count):
+    if len(ports) == count:
+        break
+    first = socket.socket()
+    first.bind((addrs[0], 0))
+    port = first.getsockname()[1]
+    socks = [first]
+    try:
+        for a in addrs[1:]:
+            s = socket.socket()
+            socks.append(s)
+            s.bind((a, port))
+    except OSError:
+        for s in socks:
+            s.close()
+        continue
+    held += socks   # kept bound until all are found, so no port is picked twice
+    ports.append(port)
+if len(ports) < count:
+    sys.exit("free_ports_on: found only %d of %d ports free on %s" % (len(ports), count, " ".join(addrs)))
+for p in ports:
+    print(p)
+PY
+}
+
+# Makes a throw-away CA (valid 30 days) and a server certificate signed by it, in DIR:
+# ca.key and ca.pem (CN kwire-test-ca), broker.key and broker.pem (CN as given, RSA
+# 2048, serverAuth, subjectAltName SAN, e.g. "IP:127.0.0.1,DNS:localhost"), the PKCS12
+# keystore broker.keystore.p12 (alias broker, with the CA in its chain) and the PKCS12
+# truststore truststore.p12 (the CA, alias kwire-test-ca), both with PASSWORD.
+# The tools' output goes to DIR/tls.log, printed on failure.
+testbed_make_tls() {  # dir password cn san
+    local dir=$1 pass=$2 cn=$3 san=$4
+    mkdir -p "$dir"
+    {
+        openssl req -x509 -newkey rsa:2048 -nodes -sha256 -days 30 -subj "/CN=kwire-test-ca" \
+            -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign \
+            -keyout "$dir/ca.key" -out "$dir/ca.pem"
+        openssl req -new -newkey rsa:2048 -nodes -subj "/CN=$cn" \
+            -keyout "$dir/broker.key" -out "$dir/broker.csr"
+        printf '%s\n' "basicConstraints=CA:FALSE" "keyUsage=critical,digitalSignature,keyEncipherment" \
+            "extendedKeyUsage=serverAuth" "subjectAltName=$san" > "$dir/broker.ext"
+        openssl x509 -req -sha256 -days 30 -in "$dir/broker.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" \
+            -set_serial "0x$(openssl rand -hex 8)" -extfile "$dir/broker.ext" -out "$dir/broker.pem"
+        openssl pkcs12 -export -name broker -in "$dir/broker.pem" -inkey "$dir/broker.key" \
+            -certfile "$dir/ca.pem" -passout "pass:$pass" -out "$dir/broker.keystore.p12"
+        keytool -J-Xmx64m -importcert -noprompt -alias kwire-test-ca -file "$dir/ca.pem" \
+            -keystore "$dir/truststore.p12" -storetype PKCS12 -storepass "$pass"
+    } >"$dir/tls.log" 2>&1 || { cat "$dir/tls.log" >&2; echo "testbed: making the TLS certificates in $dir failed" >&2; return 1; }
+}
+
+# Asks the broker at HOST:PORT (a PLAINTEXT listener) for cluster metadata (Metadata v4,
+# no topics) and prints "cluster_id ID", then "broker NODE_ID HOST:PORT" for every broker
+# it lists. A KRaft broker lists only the brokers that are registered and unfenced, so
+# this tells whether a node serves requests and which brokers it sees alive. No answer
+# within SECONDS (default 5) or a closed connection: status 1, the reason on stderr.
+kafka_alive_brokers() {  # host port [seconds]
+    python3 - "$1" "$2" "${3:-5}" <<'PY'
+import socket, struct, sys
+host, port, timeout = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+client_id = b"kwire-testbed-probe"
+# Request header v1 (api_key 3 = Metadata, version 4, correlation id, client id), then the
+# v4 body: an empty topics array (no topics; null would mean all) and
+# allow_auto_topic_creation=false.
+req = struct.pack(">hhih", 3, 4, 1, len(client_id)) + client_id + struct.pack(">ib", 0, 0)
+try:
+    with socket.create_connection((host, port), timeout=timeout) as s:
+        s.sendall(struct.pack(">i", len(req)) + req)
+        def read(n):
+            buf = b""
+            while len(buf) < n:
+                chunk = s.recv(n - len(buf))
+                if not chunk:
+                    raise EOFError("connection closed by the broker")
+                buf += chunk
+            return buf
+        resp = read(struct.unpack(">i", read(4))[0])
+except (OSError, EOFError) as e:
+    sys.exit("%s:%d: %s" % (host, port, e))
+pos = 0
+def take(fmt):
+    global pos
+    vals = struct.unpack_from(fmt, resp, pos)
+    pos += struct.calcsize(fmt)
+    return vals[0] if len(vals) == 1 else vals
+def string():
+    n = take(">h")
+    if n < 0:
+        return None
+    global pos
+    pos += n
+    return resp[pos - n:pos].decode()
+# Response header v0 (correlation id), then v4: throttle_time_ms, brokers, cluster_id, ...
+take(">i")
+take(">i")
+brokers = []
+for _ in range(take(">i")):
+    node_id = take(">i")
+    bhost = string()
+    bport = take(">i")
+    string()  # rack
+    brokers.append((node_id, bhost, bport))
+print("cluster_id %s" % string())
+for node_id, bhost, bport in sorted(brokers):
+    print("broker %d %s:%d" % (node_id, bhost, bport))
+PY
+}
+
 # ---------------------------------------------------------------------------
 # Scenario machinery, used by testbed/scenario. A scenario script calls
 # scenario_init, start_broker, start_capture, then run_app / run_app_bg / wait_app,
