@@ -211,7 +211,9 @@ TEST(Options, CommandErrorsSayWhatIsExpected) {
   for (const auto& k : cases) {
     auto r = test::kwire_cmd(k.args);
     EXPECT_EQ(WEXITSTATUS(r.status), 2) << k.args;
-    if (!k.err.empty()) EXPECT_EQ(r.err, k.err) << k.args;
+    if (!k.err.empty()) {
+      EXPECT_EQ(r.err, k.err) << k.args;
+    }
   }
   auto r = test::kwire_cmd("decode --overlay nope -r " + demo);
   EXPECT_TRUE(r.err.starts_with("kwire decode: no overlay named nope (shipped: ")) << r.err;
