@@ -748,6 +748,7 @@ bool Engine::prepare(std::string& error) {
     sr.broker = s.broker.str();
     sr.client_id = s.client_id;
     sr.skip = s.skip;
+    sr.broker_traffic = s.broker_traffic;
     LiveConn c;
     c.retry.max_retries = o_.retry_budget.max_retries;
     c.retry.max_us = o_.retry_budget.max_us;

@@ -154,6 +154,7 @@ struct SessionResult {
   uint32_t retries = 0;       // retries charged to the session's budget (not refunded)
   double retry_s = 0;         // what they cost
   bool retry_budget_spent = false;  // a retry was refused: later answers compared as they came
+  std::string broker_traffic; // a broker's own connection, never sent: its kind (replay/routing.hpp)
 };
 
 struct ReplayResult {

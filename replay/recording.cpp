@@ -1,5 +1,7 @@
 #include "replay/recording.hpp"
 
+#include "replay/routing.hpp"
+
 #include <unordered_map>
 
 #include "dissector/protocol/decoder.hpp"
@@ -82,14 +84,12 @@ class Collector : public FrameHandler {
     if (s.exchanges.size() == 1 && !f.nodes.empty())
       if (const Node* cid = find_field(f, ps_, 0, "ClientId"); cid && !cid->is_null()) s.client_id = cid->str();
     if (f.program) {
-      if (f.program->controller_only && s.skip.empty())
-        s.skip = "a broker's connection to its KRaft controller (" + std::string(f.program->api_name) + ")";
-      // Requests only brokers send to brokers (their specs say so in prose):
-      // transaction markers, and AddPartitionsToTxn from v4, the version
-      // brokers use to verify a transactional write.
-      if (s.skip.empty() && (f.program->api_name == "WriteTxnMarkers" ||
-                             (f.program->api_name == "AddPartitionsToTxn" && f.api_version >= 4)))
-        s.skip = "a broker's own inter-broker requests (" + std::string(f.program->api_name) + ")";
+      // What brokers send each other is never replayed: the whole connection
+      // is a broker's (a follower's fetcher, a controller channel).
+      if (const BrokerTraffic b = broker_traffic(f, ps_); b && s.broker_traffic.empty()) {
+        s.broker_traffic = b.kind;
+        s.skip = "a broker's " + b.kind + " connection (" + b.detail + "): broker-to-broker traffic is never sent";
+      }
       if (f.program->api_name == "Produce") {
         const Node* acks = f.body ? find_field(f, ps_, f.body, "Acks") : nullptr;
         if (acks && acks->v.i == 0) e.expects_response = false;

@@ -41,6 +41,7 @@ struct RecordedSession {
   std::vector<Exchange> exchanges;
   std::string skip;              // non-empty: why it cannot be replayed as is (SASL, TLS, controller)
   std::string sasl_mechanism;    // from SaslHandshake, when the session authenticated
+  std::string broker_traffic;    // a broker's own connection: its kind (replay/routing.hpp), never sent
   bool midstream = false;        // the capture starts inside it (no SYN, or hunting needed)
 };
 

@@ -1,5 +1,7 @@
 #include "replay/report.hpp"
 
+#include "replay/routing.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -103,6 +105,18 @@ std::map<std::string, ApiRow> by_api(const ReplayResult& r) {
   return rows;
 }
 
+// Sessions that were a broker's own connection, by kind, in
+// broker_traffic_kinds() order.
+std::vector<std::pair<std::string, size_t>> broker_traffic_counts(const ReplayResult& r) {
+  std::vector<std::pair<std::string, size_t>> out;
+  for (auto kind : broker_traffic_kinds()) {
+    size_t n = 0;
+    for (const auto& s : r.sessions) n += s.broker_traffic == kind;
+    if (n) out.emplace_back(kind, n);
+  }
+  return out;
+}
+
 }  // namespace
 
 Totals totals(const ReplayResult& r) {
@@ -118,6 +132,12 @@ void write_text_report(std::ostream& out, const ReplayResult& r, const ReportCon
   out << "sessions: " << replayed << " replayed, " << (r.sessions.size() - replayed) << " not\n";
   for (const auto& s : r.sessions)
     if (!s.skip.empty()) out << "  session " << s.id << " " << s.client << " -> " << s.broker << ": " << s.skip << "\n";
+  if (const auto kinds = broker_traffic_counts(r); !kinds.empty()) {
+    out << "  broker-to-broker connections, never sent:";
+    bool first = true;
+    for (const auto& [kind, n] : kinds) out << (first ? " " : ", ") << kind << " " << n, first = false;
+    out << "\n";
+  }
   for (const auto& n : r.notes) out << "  " << n << "\n";
   char line[256];
   snprintf(line, sizeof line, "%-34s %6s %8s %6s %7s %7s %5s %10s %5s  %-15s %-15s\n", "api", "sent", "answered", "same",
@@ -250,8 +270,10 @@ void write_json_report(std::ostream& out, const ReplayResult& r, const ReportCon
   if (!r.stopped.empty()) out << ",\"stopped\":" << quote(r.stopped);
   size_t budget_spent = 0;
   for (const auto& s : r.sessions) budget_spent += s.retry_budget_spent;
-  out << ",\"retryBudgetSpent\":" << budget_spent;
-  out << "}";
+  out << ",\"brokerToBroker\":{";
+  bool any = false;
+  for (const auto& [kind, n] : broker_traffic_counts(r)) out << (any ? "," : "") << quote(kind) << ":" << n, any = true;
+  out << "},\"retryBudgetSpent\":" << budget_spent << "}";
   out << ",\"apis\":[";
   bool first = true;
   for (auto& [name, row] : by_api(r)) {
@@ -287,6 +309,7 @@ void write_json_report(std::ostream& out, const ReplayResult& r, const ReportCon
         break;
       }
     if (!s.skip.empty()) out << ",\"skipped\":" << quote(s.skip);
+    if (!s.broker_traffic.empty()) out << ",\"brokerToBroker\":" << quote(s.broker_traffic);
     out << "}";
     first = false;
   }

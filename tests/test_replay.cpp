@@ -657,6 +657,28 @@ TEST(ReplayReport, FirstDivergencePerSessionWithItsConsequencesGrouped) {
                    "\"Produce body.responses.partitionResponses.errorCode\":3}"), std::string::npos) << j;
 }
 
+// A broker's own connections are never sent: named per session, and counted
+// by kind in both reports.
+TEST(ReplayReport, BrokerToBrokerSessionsAreCountedByKind) {
+  replay::ReplayResult r;
+  r.sessions = {{1, "127.0.0.12:40001", "127.0.0.11:9092", "t", "broker-2-fetcher-0", "a broker's replica fetch", 0},
+                {2, "127.0.0.13:40002", "127.0.0.11:9092", "t", "broker-3-fetcher-0", "a broker's replica fetch", 0},
+                {3, "127.0.0.11:40003", "127.0.0.12:9093", "t", "raft-client-1", "a broker's controller", 0},
+                {4, "127.0.0.1:5002", "127.0.0.11:9092", "t", "consumer-1", "", 0}};
+  r.sessions[0].broker_traffic = r.sessions[1].broker_traffic = "replica fetch";
+  r.sessions[2].broker_traffic = "controller";
+  std::ostringstream text, json;
+  replay::write_text_report(text, r, {"c.pcapng", "t", "fast", 10});
+  EXPECT_NE(text.str().find("sessions: 1 replayed, 3 not\n"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("  broker-to-broker connections, never sent: replica fetch 2, controller 1\n"),
+            std::string::npos) << text.str();
+  replay::write_json_report(json, r, {"c.pcapng", "t", "fast", 10});
+  EXPECT_NE(json.str().find("\"brokerToBroker\":{\"replica fetch\":2,\"controller\":1}"), std::string::npos)
+      << json.str();
+  EXPECT_NE(json.str().find("\"skipped\":\"a broker's controller\",\"brokerToBroker\":\"controller\""),
+            std::string::npos) << json.str();
+}
+
 // Per session, the first divergence and whether the retry budget was spent,
 // in the JSON report as in the text one.
 TEST(ReplayReport, FirstDivergenceAndRetryBudgetInJson) {

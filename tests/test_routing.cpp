@@ -1,0 +1,189 @@
+// Where replay sends a request in a cluster (replay/routing.hpp), held to
+// what Kafka's own specs say (their listeners and entity types), and which
+// requests are a broker's own, on requests whose bytes are worked out here by
+// hand from the specs.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "dissector/protocol/decoder.hpp"
+#include "dissector/spec/spec_model.hpp"
+#include "replay/routing.hpp"
+#include "wire/message_builder.hpp"
+
+namespace kwire::replay {
+namespace {
+
+const ProgramSet& ps() { return ProgramSet::release(); }
+
+std::map<std::string, spec::MessageSpec> request_specs() {
+  std::map<std::string, spec::MessageSpec> out;
+  auto r = spec::load_spec_dir(std::string(KWIRE_SOURCE_DIR) + "/specs/kafka");
+  for (auto& m : r.messages)
+    if (m.type == "request") out[m.name.substr(0, m.name.size() - 7)] = m;  // "...Request"
+  return out;
+}
+
+bool has_listener(const spec::MessageSpec& m, const std::string& l) {
+  return std::find(m.listeners.begin(), m.listeners.end(), l) != m.listeners.end();
+}
+
+// The spec's listeners decide who the controller's RPCs are: an api no broker
+// listens for (or the ZooKeeper-era ones that name no listener) is the
+// controller's, every other one is sent to a broker.
+TEST(Routing, ControllerRpcsAreThoseNoBrokerListensFor) {
+  const auto specs = request_specs();
+  ASSERT_GT(specs.size(), 80u);
+  size_t controller = 0, checked = 0;
+  for (const auto& m : ps().messages()) {
+    if (m.direction != Direction::Request || m.older) continue;
+    auto it = specs.find(std::string(m.api_name));
+    ASSERT_NE(it, specs.end()) << m.api_name;
+    const bool broker = has_listener(it->second, "broker");
+    EXPECT_EQ(role_of(m) == Role::Controller, !broker) << m.api_name << " v" << m.version;
+    controller += !broker;
+    ++checked;
+  }
+  EXPECT_GT(checked, 300u);
+  EXPECT_GT(controller, 10u);
+}
+
+// A request whose top-level fields name a group goes to the group's
+// coordinator, one that names a transactional id to the transaction's,
+// except where the api says otherwise (the reason is given for each).
+TEST(Routing, CoordinatorRolesFollowTheEntitiesARequestNames) {
+  const std::map<std::string, std::pair<Role, std::string>> exceptions = {
+      {"Produce", {Role::PartitionLeader, "a transactional write goes to the partition's leader"}},
+      {"ShareFetch", {Role::PartitionLeader, "share consumers fetch from the leaders"}},
+      {"ShareAcknowledge", {Role::PartitionLeader, "acknowledged where fetched"}},
+      {"AddOffsetsToTxn", {Role::TxnCoordinator, "names the group, asks the transaction coordinator"}},
+      {"TxnOffsetCommit", {Role::GroupCoordinator, "names the transaction, commits at the group coordinator"}},
+  };
+  size_t groups = 0, txns = 0;
+  for (const auto& [api, m] : request_specs()) {
+    bool group = false, txn = false;
+    for (const auto& f : m.fields) {
+      group |= f.entity == "groupId";
+      txn |= f.entity == "transactionalId";
+    }
+    if (!group && !txn) continue;
+    if (auto e = exceptions.find(api); e != exceptions.end()) {
+      EXPECT_EQ(role_of(api), e->second.first) << api << ": " << e->second.second;
+      continue;
+    }
+    if (txn) {
+      EXPECT_EQ(role_of(api), Role::TxnCoordinator) << api;
+      ++txns;
+    } else {
+      EXPECT_EQ(role_of(api), Role::GroupCoordinator) << api;
+      ++groups;
+    }
+  }
+  EXPECT_GE(groups, 18u);  // the classic, consumer, share and streams group apis
+  EXPECT_GE(txns, 4u);
+  // The groups a share coordinator keeps state for are named too, but by
+  // share-partition leaders, never by clients.
+  for (const char* api : {"InitializeShareGroupState", "ReadShareGroupState", "WriteShareGroupState",
+                          "DeleteShareGroupState", "ReadShareGroupStateSummary"})
+    EXPECT_EQ(role_of(api), Role::ShareCoordinator) << api;
+}
+
+// Header v1 (api key, version, correlation id, client id) or v2 (and an empty
+// tag section), as the specs give them.
+wire::MessageBuilder header(int api, int version, bool flexible, const char* client) {
+  wire::MessageBuilder b;
+  b.i16(api).i16(version).i32(7).str(client);
+  if (flexible) b.tags0();
+  return b;
+}
+
+Frame decode(const wire::MessageBuilder& b) {
+  Frame f;
+  FrameDecoder(ps()).decode_request(b.message(), f);
+  EXPECT_TRUE(f.ok()) << (f.errors.empty() ? "" : f.errors.front().reason);
+  return f;
+}
+
+// Fetch v4: ReplicaId, MaxWaitMs, MinBytes, MaxBytes, IsolationLevel, Topics (none).
+Frame fetch_v4(int replica) {
+  auto b = header(1, 4, false, "c");
+  b.i32(replica).i32(500).i32(1).i32(1 << 20).i8(0).i32(0);
+  return decode(b);
+}
+
+// Fetch v15+: ReplicaId is gone from the body; a follower sends the tagged
+// ReplicaState (tag 1: ReplicaId int32, ReplicaEpoch int64, no tags), a
+// consumer leaves it out.
+Frame fetch_flexible(int version, int replica, bool with_state) {
+  auto b = header(1, version, true, "c");
+  b.i32(500).i32(1).i32(1 << 20).i8(0).i32(0).i32(-1);  // MaxWaitMs .. SessionEpoch
+  b.carr(0).carr(0).cstr("");                          // Topics, ForgottenTopicsData, RackId
+  if (with_state) {
+    b.uvarint(1).uvarint(1).uvarint(13).i32(replica).i64(42).tags0();
+  } else {
+    b.tags0();
+  }
+  return decode(b);
+}
+
+TEST(Routing, AFollowersFetchIsABrokersOwn) {
+  const struct {
+    Frame f;
+    std::string kind;
+  } cases[] = {
+      {fetch_v4(-1), ""},
+      {fetch_v4(2), "replica fetch"},
+      {fetch_v4(0), "replica fetch"},
+      {fetch_flexible(15, 3, true), "replica fetch"},
+      {fetch_flexible(17, 1, true), "replica fetch"},
+      {fetch_flexible(17, -1, true), ""},
+      {fetch_flexible(17, 0, false), ""},
+  };
+  for (const auto& c : cases) {
+    const BrokerTraffic b = broker_traffic(c.f, ps());
+    EXPECT_EQ(b.kind, c.kind) << "Fetch v" << c.f.api_version << " " << b.detail;
+    EXPECT_EQ(role_of(c.f, ps()), Role::PartitionLeader);
+  }
+  EXPECT_EQ(broker_traffic(fetch_v4(2), ps()).detail, "Fetch v4 with replica id 2");
+  EXPECT_EQ(broker_traffic(fetch_flexible(15, 3, true), ps()).detail, "Fetch v15 with replica id 3");
+}
+
+// InitProducerId v0: TransactionalId (nullable string), TransactionTimeoutMs.
+TEST(Routing, AnIdempotentProducersIdComesFromAnyBroker) {
+  auto idempotent = header(22, 0, false, "p");
+  idempotent.i16(-1).i32(60000);
+  auto transactional = header(22, 0, false, "p");
+  transactional.str("txn-1").i32(60000);
+  EXPECT_EQ(role_of(decode(idempotent), ps()), Role::AnyBroker);
+  EXPECT_EQ(role_of(decode(transactional), ps()), Role::TxnCoordinator);
+  EXPECT_FALSE(broker_traffic(decode(transactional), ps()));
+}
+
+// WriteTxnMarkers v0 (Markers: none) and AddPartitionsToTxn v4 (Transactions:
+// none; v4 is flexible): what a transaction coordinator and a partition leader
+// send each other.
+TEST(Routing, TransactionMarkersAndVerificationAreBrokersOwn) {
+  auto markers = header(27, 0, false, "broker-1");
+  markers.i32(0);
+  EXPECT_EQ(broker_traffic(decode(markers), ps()).kind, "transaction marker");
+  auto verify = header(24, 4, true, "broker-1");
+  verify.carr(0).tags0();
+  EXPECT_EQ(broker_traffic(decode(verify), ps()).kind, "transaction verification");
+  // v3 and below: a transactional producer's own (TransactionalId, ProducerId,
+  // ProducerEpoch, Topics: none; flexible from v3).
+  auto client = header(24, 3, true, "p");
+  client.cstr("txn-1").i64(5).i16(0).carr(0).tags0();
+  EXPECT_FALSE(broker_traffic(decode(client), ps()));
+  EXPECT_EQ(role_of(decode(client), ps()), Role::TxnCoordinator);
+}
+
+TEST(Routing, EveryKindIsNamedOnce) {
+  std::set<std::string_view> kinds(broker_traffic_kinds().begin(), broker_traffic_kinds().end());
+  EXPECT_EQ(kinds.size(), broker_traffic_kinds().size());
+  for (auto k : {"replica fetch", "controller", "transaction marker", "transaction verification", "share state"})
+    EXPECT_TRUE(kinds.count(k)) << k;
+}
+
+}  // namespace
+}  // namespace kwire::replay
