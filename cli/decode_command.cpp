@@ -43,12 +43,7 @@ Command decode_table(DecodeArgs& a) {
 
 }  // namespace
 
-Command decode_cli() {
-  auto a = std::make_shared<DecodeArgs>();
-  Command c = decode_table(*a);
-  c.keep = a;
-  return c;
-}
+Command decode_cli() { return detached(decode_table); }
 
 bool parse_ports(const std::string& s, std::set<uint16_t>& ports, std::string& error) {
   ports.clear();

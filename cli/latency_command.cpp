@@ -56,12 +56,7 @@ Command latency_table(LatencyArgs& a) {
 
 }  // namespace
 
-Command latency_cli() {
-  auto a = std::make_shared<LatencyArgs>();
-  Command c = latency_table(*a);
-  c.keep = a;
-  return c;
-}
+Command latency_cli() { return detached(latency_table); }
 
 int latency_command(std::vector<std::string> args) {
   LatencyArgs a;

@@ -74,6 +74,16 @@ std::string wrap(const std::string& text, size_t first_col, size_t indent, size_
 // Every command's table, in kwire --help's order; the first is kwire itself.
 std::vector<Command> all_commands();
 
+// A command's table for help and generation, bound to values of its own that
+// live as long as the table does.
+template <class Args>
+Command detached(Command (*table)(Args&)) {
+  auto a = std::make_shared<Args>();
+  Command c = table(*a);
+  c.keep = a;
+  return c;
+}
+
 // The tables of the commands (cli/*_command.cpp), not bound to a run.
 Command decode_cli();
 Command record_cli();

@@ -687,12 +687,7 @@ int Recorder::finish(int status) {
 
 }  // namespace
 
-Command record_cli() {
-  auto a = std::make_shared<RecordArgs>();
-  Command c = record_table(*a);
-  c.keep = a;
-  return c;
-}
+Command record_cli() { return detached(record_table); }
 
 int record_command(std::vector<std::string> args) {
   RecordArgs a;

@@ -435,12 +435,7 @@ Command replay_table(ReplayArgs& a) {
 
 }  // namespace
 
-Command replay_cli() {
-  auto a = std::make_shared<ReplayArgs>();
-  Command c = replay_table(*a);
-  c.keep = a;
-  return c;
-}
+Command replay_cli() { return detached(replay_table); }
 
 volatile std::sig_atomic_t g_stop = 0;
 

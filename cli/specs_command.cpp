@@ -51,12 +51,7 @@ Command specs_table(SpecsArgs& a) {
 
 }  // namespace
 
-Command specs_cli() {
-  auto a = std::make_shared<SpecsArgs>();
-  Command c = specs_table(*a);
-  c.keep = a;
-  return c;
-}
+Command specs_cli() { return detached(specs_table); }
 
 int specs_command(std::vector<std::string> args) {
   SpecsArgs a;

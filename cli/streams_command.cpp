@@ -95,12 +95,7 @@ Command streams_table(StreamsArgs& a) {
 
 }  // namespace
 
-Command streams_cli() {
-  auto a = std::make_shared<StreamsArgs>();
-  Command c = streams_table(*a);
-  c.keep = a;
-  return c;
-}
+Command streams_cli() { return detached(streams_table); }
 
 int streams_command(std::vector<std::string> args) {
   StreamsArgs a;
