@@ -68,7 +68,6 @@ int decode_command(std::vector<std::string> args) {
   DecodeArgs a;
   if (const int rc = parse(decode_table(a), args); rc >= 0) return rc;
   std::string error;
-  if (a.file.empty()) { std::cerr << "kwire decode: -r FILE is required ('kwire decode --help' lists the options)\n"; return 2; }
   if (!check_output_options(a.out, error)) { std::cerr << "kwire decode: " << error << "\n"; return 2; }
   const ProgramSet& ps = a.ps;
   const std::string& file = a.file;

@@ -61,10 +61,6 @@ Command latency_cli() { return detached(latency_table); }
 int latency_command(std::vector<std::string> args) {
   LatencyArgs a;
   if (const int rc = parse(latency_table(a), args); rc >= 0) return rc;
-  if (a.file.empty()) {
-    std::cerr << "kwire latency: -r FILE is required ('kwire latency --help' lists the options)\n";
-    return 2;
-  }
   std::string error;
   FramePrinter printer(a.ps, a.out, "kwire latency");
   printer.set_where(a.file == "-" ? "standard input" : a.file);

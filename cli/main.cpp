@@ -42,9 +42,11 @@ std::vector<Option> spec_options(ProgramSet& ps, const std::string& use) {
 }
 
 std::vector<Option> capture_file_options(std::string& file, SessionOptions& session, CaptureOptions& capture) {
+  Option read = value({"-r"}, "FILE", "pcap or pcapng file to read; - reads standard input",
+                      [&file](const std::string& v, std::string&) { file = v; return true; }, ValueKind::File);
+  read.required = true;
   return {
-      value({"-r"}, "FILE", "pcap or pcapng file to read; - reads standard input",
-            [&file](const std::string& v, std::string&) { file = v; return true; }, ValueKind::File),
+      read,
       value({"-p"}, "PORTS",
             "Kafka ports, comma separated (default 9092); Kafka on other ports is recognised from its requests",
             [&session](const std::string& v, std::string& error) { return parse_ports(v, session.ports, error); }),

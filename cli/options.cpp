@@ -25,6 +25,15 @@ std::string either(const std::vector<std::string>& words) {
 
 std::string name_of(const Command& c) { return c.name.empty() ? "kwire" : "kwire " + c.name; }
 
+// "text|json" -> {text, json}.
+std::vector<std::string> split_words(const std::string& arg) {
+  std::vector<std::string> words;
+  std::stringstream in(arg);
+  std::string w;
+  while (std::getline(in, w, '|')) words.push_back(w);
+  return words;
+}
+
 }  // namespace
 
 std::string Option::tag() const {
@@ -34,12 +43,7 @@ std::string Option::tag() const {
 }
 
 std::vector<std::string> Option::choices() const {
-  std::vector<std::string> words;
-  if (kind != ValueKind::Words) return words;
-  std::stringstream in(arg);
-  std::string w;
-  while (std::getline(in, w, '|')) words.push_back(w);
-  return words;
+  return kind == ValueKind::Words ? split_words(arg) : std::vector<std::string>{};
 }
 
 Option flag(std::vector<std::string> names, std::string help, std::function<void()> on) {
@@ -56,10 +60,7 @@ Option value(std::vector<std::string> names, std::string arg, std::string help,
   Option o{std::move(names), std::move(arg), std::move(help), std::move(set)};
   o.kind = kind;
   if (kind == ValueKind::Text) {
-    std::vector<std::string> words;
-    std::stringstream in(o.arg);
-    std::string w;
-    while (std::getline(in, w, '|')) words.push_back(w);
+    const auto words = split_words(o.arg);
     if (words.size() > 1 && std::all_of(words.begin(), words.end(), lower_word)) o.kind = ValueKind::Words;
   }
   return o;
@@ -100,6 +101,7 @@ int parse(const Command& c, const std::vector<std::string>& args) {
       if (std::find(o.names.begin(), o.names.end(), a) != o.names.end()) return &o;
     return nullptr;
   };
+  std::vector<const Option*> given;
   // Early options first (a -Y filter or an --api list needs the specs an
   // --overlay adds, wherever it stands), then the rest in their order.
   for (int pass = 0; pass < 2; ++pass) {
@@ -121,6 +123,7 @@ int parse(const Command& c, const std::vector<std::string>& args) {
         v = args[++i];
       }
       if (o->early != (pass == 0)) continue;
+      given.push_back(o);
       if (!o->set) {  // -h, --help
         print_help(c, std::cout);
         return 0;
@@ -133,6 +136,9 @@ int parse(const Command& c, const std::vector<std::string>& args) {
       if (!o->set(v, error)) return fail(error);
     }
   }
+  for (const auto& o : c.options)
+    if (o.required && std::find(given.begin(), given.end(), &o) == given.end())
+      return fail(o.tag() + " is required ('" + name_of(c) + " --help' lists the options)");
   return -1;
 }
 

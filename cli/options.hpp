@@ -24,6 +24,7 @@ struct Option {
   std::function<bool(const std::string& value, std::string& error)> set;
   ValueKind kind = ValueKind::Text;  // Text unless a helper below says otherwise
   bool early = false;                // applied before every other option (specs for -Y, --api)
+  bool required = false;             // the command cannot run without it
 
   std::string tag() const;                       // "-h, --help" / "-r FILE"
   std::vector<std::string> choices() const;      // Words: "text|json" -> {text, json}

@@ -100,10 +100,6 @@ Command streams_cli() { return detached(streams_table); }
 int streams_command(std::vector<std::string> args) {
   StreamsArgs a;
   if (const int rc = parse(streams_table(a), args); rc >= 0) return rc;
-  if (a.file.empty()) {
-    std::cerr << "kwire streams: -r FILE is required ('kwire streams --help' lists the options)\n";
-    return 2;
-  }
   std::string error;
   const ProgramSet& ps = a.ps;
   const std::string &file = a.file, &html = a.html, &dot = a.dot;

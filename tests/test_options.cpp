@@ -204,6 +204,7 @@ TEST(Options, CommandErrorsSayWhatIsExpected) {
       {"record -r " + demo + " -w /dev/null -s 10", "kwire record: -s takes a whole number from 64 to 262144, not '10'\n"},
       {"record -r " + demo + " -w /dev/null -V", "kwire record: -V is an option of --decode's output: give --decode too\n"},
       {"specs -v", "kwire specs: -v needs VERSION\n"},
+      {"latency -T json", "kwire latency: -r FILE is required ('kwire latency --help' lists the options)\n"},
       {"specs Produce Fetch", "kwire specs: one NAME at a time, not Produce and Fetch\n"},
       {"replay --timing slow", "kwire replay: --timing is recorded or fast, not slow\n"},
       {"decode --overlay nope -r " + demo, ""},  // named below: the shipped overlays follow
