@@ -221,6 +221,10 @@ scenario_cleanup() {
     if (( rc != 0 )); then
         echo "scenario $SCENARIO: FAILED (status $rc)" >&2
         [[ -f $WORK/broker.log ]] && { echo "--- broker log tail" >&2; tail -n 30 "$WORK/broker.log" >&2; }
+        local log
+        for log in "$WORK"/cluster-logs/*.log; do
+            [[ -f $log ]] && { echo "--- $(basename "$log") tail" >&2; tail -n 15 "$log" >&2; }
+        done
         [[ -s $WORK/record.err ]] && { echo "--- kwire record" >&2; cat "$WORK/record.err" >&2; }
         [[ -n $CAPTURE_PARTIAL ]] && rm -f "$CAPTURE_PARTIAL"
     fi
@@ -261,6 +265,32 @@ start_broker() {
     if [[ -n $SSL_PORT ]]; then
         echo "   SSL 127.0.0.1:$SSL_PORT, SASL_SSL 127.0.0.1:$SASL_SSL_PORT (CA $TLS_CA_PEM)"
     fi
+}
+
+# Starts testbed/run-cluster with N nodes in the background, as start_broker starts
+# run-broker, and waits for its info file. Sets what that file says (BOOTSTRAP of every
+# node, BROKER_PORT and CONTROLLER_PORT shared by the nodes, NODE_k_ADDR/PID/LOG,
+# PLUGIN_CONTROL, ...); BROKER_SH_PID is run-cluster's, so scenario_cleanup and
+# finish_capture stop the whole cluster. The nodes' logs go to $WORK/cluster-logs.
+CLUSTER_START_SECONDS=420
+start_cluster() {  # nodes
+    local t0=$SECONDS n=${1:-3}
+    echo "== starting a $n-node cluster"
+    mkdir -p "$WORK/cluster-logs"
+    KWIRE_CLUSTER_INFO=$WORK/cluster.env KWIRE_CLUSTER_LOG_DIR=$WORK/cluster-logs \
+        "$TESTBED_DIR/run-cluster" "$n" >"$WORK/run-cluster.out" 2>&1 &
+    BROKER_SH_PID=$!
+    while [[ ! -f $WORK/cluster.env ]]; do
+        kill -0 "$BROKER_SH_PID" 2>/dev/null || { cat "$WORK/run-cluster.out" >&2; return 1; }
+        if (( SECONDS - t0 >= CLUSTER_START_SECONDS )); then
+            echo "scenario: run-cluster wrote no $WORK/cluster.env within $CLUSTER_START_SECONDS s; its output:" >&2
+            cat "$WORK/run-cluster.out" >&2
+            return 1
+        fi
+        sleep 0.5
+    done
+    source "$WORK/cluster.env"
+    echo "   cluster $BOOTSTRAP (controllers on port $CONTROLLER_PORT), ready in $((SECONDS - t0)) s"
 }
 
 # Starts dumpcap -i lo (pcapng) on the given TCP ports, writing to OUT, and waits

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -97,8 +98,17 @@ func main() {
 	// Records carry the time of the run: no time-based retention may delete them when
 	// a capture of this session is replayed later.
 	keep := map[string]*string{"retention.ms": kadm.StringPtr("-1")}
+	// KWIRE_GO_RF: the topics' replication factor (default 1, a single broker's).
+	rf := int16(1)
+	if v := os.Getenv("KWIRE_GO_RF"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			die("KWIRE_GO_RF=%q is not a replication factor", v)
+		}
+		rf = int16(n)
+	}
 	for name, parts := range map[string]int32{topic: 3, scratch: 1, saramaTopic: 2} {
-		r, err := adm.CreateTopic(ctx, parts, 1, keep, name)
+		r, err := adm.CreateTopic(ctx, parts, rf, keep, name)
 		if err != nil || r.Err != nil {
 			die("create topic %s: %v %v", name, err, r.Err)
 		}

@@ -11,7 +11,7 @@ import org.apache.kafka.clients.admin.NewTopic;
 
 /**
  * Waits for the broker to answer, then creates topics.
- * args: bootstrap [topic[:partitions] ...] [config=value ...]
+ * args: bootstrap [topic[:partitions[:replication-factor]] ...] [config=value ...]
  * (default: orders, valid-orders, one partition each). A config=value argument is a
  * topic config set on every topic of the request (e.g. retention.ms=-1).
  */
@@ -26,9 +26,10 @@ public final class CreateTopics {
                 configs.put(args[i].substring(0, eq), args[i].substring(eq + 1));
                 continue;
             }
-            String[] nameAndCount = args[i].split(":", 2);
+            String[] nameAndCount = args[i].split(":", 3);
             int partitions = nameAndCount.length > 1 ? Integer.parseInt(nameAndCount[1]) : 1;
-            topics.add(new NewTopic(nameAndCount[0], partitions, (short) 1));
+            short replicas = nameAndCount.length > 2 ? Short.parseShort(nameAndCount[2]) : 1;
+            topics.add(new NewTopic(nameAndCount[0], partitions, replicas));
         }
         if (topics.isEmpty()) {
             topics.add(new NewTopic(Common.SOURCE_TOPIC, 1, (short) 1));
