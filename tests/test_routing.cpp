@@ -98,15 +98,21 @@ wire::MessageBuilder header(int api, int version, bool flexible, const char* cli
   return b;
 }
 
-Frame decode(const wire::MessageBuilder& b) {
+// A decoded request with the bytes its frame points into (frames are zero copy).
+struct Decoded {
+  std::vector<uint8_t> bytes;
   Frame f;
-  FrameDecoder(ps()).decode_request(b.message(), f);
-  EXPECT_TRUE(f.ok()) << (f.errors.empty() ? "" : f.errors.front().reason);
-  return f;
+};
+
+Decoded decode(const wire::MessageBuilder& b) {
+  Decoded d{b.message(), {}};
+  FrameDecoder(ps()).decode_request(d.bytes, d.f);
+  EXPECT_TRUE(d.f.ok()) << (d.f.errors.empty() ? "" : d.f.errors.front().reason);
+  return d;
 }
 
 // Fetch v4: ReplicaId, MaxWaitMs, MinBytes, MaxBytes, IsolationLevel, Topics (none).
-Frame fetch_v4(int replica) {
+Decoded fetch_v4(int replica) {
   auto b = header(1, 4, false, "c");
   b.i32(replica).i32(500).i32(1).i32(1 << 20).i8(0).i32(0);
   return decode(b);
@@ -115,7 +121,7 @@ Frame fetch_v4(int replica) {
 // Fetch v15+: ReplicaId is gone from the body; a follower sends the tagged
 // ReplicaState (tag 1: ReplicaId int32, ReplicaEpoch int64, no tags), a
 // consumer leaves it out.
-Frame fetch_flexible(int version, int replica, bool with_state) {
+Decoded fetch_flexible(int version, int replica, bool with_state) {
   auto b = header(1, version, true, "c");
   b.i32(500).i32(1).i32(1 << 20).i8(0).i32(0).i32(-1);  // MaxWaitMs .. SessionEpoch
   b.carr(0).carr(0).cstr("");                          // Topics, ForgottenTopicsData, RackId
@@ -129,7 +135,7 @@ Frame fetch_flexible(int version, int replica, bool with_state) {
 
 TEST(Routing, AFollowersFetchIsABrokersOwn) {
   const struct {
-    Frame f;
+    Decoded d;
     std::string kind;
   } cases[] = {
       {fetch_v4(-1), ""},
@@ -141,12 +147,12 @@ TEST(Routing, AFollowersFetchIsABrokersOwn) {
       {fetch_flexible(17, 0, false), ""},
   };
   for (const auto& c : cases) {
-    const BrokerTraffic b = broker_traffic(c.f, ps());
-    EXPECT_EQ(b.kind, c.kind) << "Fetch v" << c.f.api_version << " " << b.detail;
-    EXPECT_EQ(role_of(c.f, ps()), Role::PartitionLeader);
+    const BrokerTraffic b = broker_traffic(c.d.f, ps());
+    EXPECT_EQ(b.kind, c.kind) << "Fetch v" << c.d.f.api_version << " " << b.detail;
+    EXPECT_EQ(role_of(c.d.f, ps()), Role::PartitionLeader);
   }
-  EXPECT_EQ(broker_traffic(fetch_v4(2), ps()).detail, "Fetch v4 with replica id 2");
-  EXPECT_EQ(broker_traffic(fetch_flexible(15, 3, true), ps()).detail, "Fetch v15 with replica id 3");
+  EXPECT_EQ(broker_traffic(fetch_v4(2).f, ps()).detail, "Fetch v4 with replica id 2");
+  EXPECT_EQ(broker_traffic(fetch_flexible(15, 3, true).f, ps()).detail, "Fetch v15 with replica id 3");
 }
 
 // InitProducerId v0: TransactionalId (nullable string), TransactionTimeoutMs.
@@ -155,9 +161,9 @@ TEST(Routing, AnIdempotentProducersIdComesFromAnyBroker) {
   idempotent.i16(-1).i32(60000);
   auto transactional = header(22, 0, false, "p");
   transactional.str("txn-1").i32(60000);
-  EXPECT_EQ(role_of(decode(idempotent), ps()), Role::AnyBroker);
-  EXPECT_EQ(role_of(decode(transactional), ps()), Role::TxnCoordinator);
-  EXPECT_FALSE(broker_traffic(decode(transactional), ps()));
+  EXPECT_EQ(role_of(decode(idempotent).f, ps()), Role::AnyBroker);
+  EXPECT_EQ(role_of(decode(transactional).f, ps()), Role::TxnCoordinator);
+  EXPECT_FALSE(broker_traffic(decode(transactional).f, ps()));
 }
 
 // WriteTxnMarkers v0 (Markers: none) and AddPartitionsToTxn v4 (Transactions:
@@ -166,16 +172,16 @@ TEST(Routing, AnIdempotentProducersIdComesFromAnyBroker) {
 TEST(Routing, TransactionMarkersAndVerificationAreBrokersOwn) {
   auto markers = header(27, 0, false, "broker-1");
   markers.i32(0);
-  EXPECT_EQ(broker_traffic(decode(markers), ps()).kind, "transaction marker");
+  EXPECT_EQ(broker_traffic(decode(markers).f, ps()).kind, "transaction marker");
   auto verify = header(24, 4, true, "broker-1");
   verify.carr(0).tags0();
-  EXPECT_EQ(broker_traffic(decode(verify), ps()).kind, "transaction verification");
+  EXPECT_EQ(broker_traffic(decode(verify).f, ps()).kind, "transaction verification");
   // v3 and below: a transactional producer's own (TransactionalId, ProducerId,
   // ProducerEpoch, Topics: none; flexible from v3).
   auto client = header(24, 3, true, "p");
   client.cstr("txn-1").i64(5).i16(0).carr(0).tags0();
-  EXPECT_FALSE(broker_traffic(decode(client), ps()));
-  EXPECT_EQ(role_of(decode(client), ps()), Role::TxnCoordinator);
+  EXPECT_FALSE(broker_traffic(decode(client).f, ps()));
+  EXPECT_EQ(role_of(decode(client).f, ps()), Role::TxnCoordinator);
 }
 
 TEST(Routing, EveryKindIsNamedOnce) {

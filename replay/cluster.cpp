@@ -1,0 +1,158 @@
+#include "replay/cluster.hpp"
+
+#include "wire/wire.hpp"
+
+namespace kwire::replay {
+
+namespace {
+
+constexpr int64_t kNotLeaderOrFollower = 6;
+constexpr int64_t kNotCoordinator = 16;
+
+uint32_t index_of(const Frame& f, const Node* n) { return static_cast<uint32_t>(n - f.nodes.data()); }
+
+// The elements of array field `name` under `parent`.
+template <class Fn>
+void for_each_element(const Frame& f, const ProgramSet& ps, uint32_t parent, std::string_view name, Fn fn) {
+  const Node* a = find_field(f, ps, parent, name);
+  if (!a || a->is_null() || a->type != WireType::Array) return;
+  for (uint32_t el : Children(f, index_of(f, a))) fn(el);
+}
+
+int64_t int_field(const Frame& f, const ProgramSet& ps, uint32_t parent, std::string_view name, int64_t missing) {
+  const Node* n = find_field(f, ps, parent, name);
+  return n && !n->is_null() ? n->v.i : missing;
+}
+
+std::string string_field(const Frame& f, const ProgramSet& ps, uint32_t parent, std::string_view name) {
+  const Node* n = find_field(f, ps, parent, name);
+  return n && !n->is_null() && n->type == WireType::String ? std::string(n->str()) : std::string();
+}
+
+std::string uuid_field(const Frame& f, const ProgramSet& ps, uint32_t parent, std::string_view name) {
+  const Node* n = find_field(f, ps, parent, name);
+  return n && n->type == WireType::Uuid ? wire::uuid_to_string(n->v.p) : std::string();
+}
+
+}  // namespace
+
+void ClusterView::learn(const Frame& request, const Frame& response, const ProgramSet& ps) {
+  if (!response.program || !response.body || !response.ok()) return;
+  const std::string_view api = response.program->api_name;
+  if (api == "Metadata") learn_metadata(response, ps);
+  else if (api == "DescribeCluster") learn_describe_cluster(response, ps);
+  else if (api == "FindCoordinator") learn_find_coordinator(request, response, ps);
+  else if (api == "Produce" || api == "Fetch") learn_leader_hints(response, ps);
+}
+
+void ClusterView::learn_broker(const Frame& f, const ProgramSet& ps, uint32_t el, std::string_view id_field) {
+  const int64_t id = int_field(f, ps, el, id_field, kUnknown);
+  const std::string host = string_field(f, ps, el, "Host");
+  const int64_t port = int_field(f, ps, el, "Port", -1);
+  if (id >= 0 && !host.empty() && port > 0) brokers_[static_cast<int32_t>(id)] = host + ":" + std::to_string(port);
+}
+
+void ClusterView::learn_metadata(const Frame& f, const ProgramSet& ps) {
+  for_each_element(f, ps, f.body, "Brokers", [&](uint32_t el) { learn_broker(f, ps, el, "NodeId"); });
+  controller_ = static_cast<int32_t>(int_field(f, ps, f.body, "ControllerId", controller_));
+  for_each_element(f, ps, f.body, "Topics", [&](uint32_t topic) {
+    if (int_field(f, ps, topic, "ErrorCode", 0) != 0) return;
+    const std::string name = string_field(f, ps, topic, "Name");
+    if (name.empty()) return;
+    if (const std::string id = uuid_field(f, ps, topic, "TopicId"); !id.empty()) topic_ids_[id] = name;
+    auto& parts = leaders_[name];
+    for_each_element(f, ps, topic, "Partitions", [&](uint32_t p) {
+      const int64_t index = int_field(f, ps, p, "PartitionIndex", -1);
+      const int64_t error = int_field(f, ps, p, "ErrorCode", 0);
+      const int64_t leader = int_field(f, ps, p, "LeaderId", kUnknown);
+      if (index < 0) return;
+      // LEADER_NOT_AVAILABLE and the like: no leader now, whatever was known.
+      parts[static_cast<int32_t>(index)] = error == 0 ? static_cast<int32_t>(leader) : kUnknown;
+    });
+  });
+}
+
+void ClusterView::learn_describe_cluster(const Frame& f, const ProgramSet& ps) {
+  if (int_field(f, ps, f.body, "ErrorCode", 0) != 0) return;
+  // EndpointType 2 lists the controllers: not where clients' requests go.
+  if (int_field(f, ps, f.body, "EndpointType", 1) != 1) return;
+  for_each_element(f, ps, f.body, "Brokers", [&](uint32_t el) { learn_broker(f, ps, el, "BrokerId"); });
+  controller_ = static_cast<int32_t>(int_field(f, ps, f.body, "ControllerId", controller_));
+}
+
+void ClusterView::learn_find_coordinator(const Frame& request, const Frame& response, const ProgramSet& ps) {
+  if (!request.body) return;
+  const auto type = static_cast<int8_t>(int_field(request, ps, request.body, "KeyType", 0));
+  auto learn_one = [&](const std::string& key, int64_t error, int64_t node, uint32_t el) {
+    const auto k = std::make_pair(type, key);
+    if (error == kNotCoordinator) coordinators_.erase(k);
+    if (error != 0 || node < 0) return;
+    coordinators_[k] = static_cast<int32_t>(node);
+    learn_broker(response, ps, el, "NodeId");
+  };
+  if (find_field(response, ps, response.body, "Coordinators")) {  // v4+: a batch of keys
+    for_each_element(response, ps, response.body, "Coordinators", [&](uint32_t el) {
+      learn_one(string_field(response, ps, el, "Key"), int_field(response, ps, el, "ErrorCode", 0),
+                int_field(response, ps, el, "NodeId", kUnknown), el);
+    });
+  } else {  // v0-3: the request's one key
+    learn_one(string_field(request, ps, request.body, "Key"), int_field(response, ps, response.body, "ErrorCode", 0),
+              int_field(response, ps, response.body, "NodeId", kUnknown), response.body);
+  }
+}
+
+// KIP-951: a partition answered NOT_LEADER_OR_FOLLOWER with the leader the
+// broker knows (CurrentLeader), and NodeEndpoints saying where it listens.
+void ClusterView::learn_leader_hints(const Frame& f, const ProgramSet& ps) {
+  for_each_element(f, ps, f.body, "NodeEndpoints", [&](uint32_t el) { learn_broker(f, ps, el, "NodeId"); });
+  const bool produce = f.program->api_name == "Produce";
+  for_each_element(f, ps, f.body, "Responses", [&](uint32_t topic) {
+    std::string name = string_field(f, ps, topic, produce ? "Name" : "Topic");
+    if (name.empty()) {
+      auto it = topic_ids_.find(uuid_field(f, ps, topic, "TopicId"));
+      if (it == topic_ids_.end()) return;
+      name = it->second;
+    }
+    for_each_element(f, ps, topic, produce ? "PartitionResponses" : "Partitions", [&](uint32_t p) {
+      const int64_t index = int_field(f, ps, p, produce ? "Index" : "PartitionIndex", -1);
+      if (index < 0 || int_field(f, ps, p, "ErrorCode", 0) != kNotLeaderOrFollower) return;
+      int32_t hint = kUnknown;
+      if (const Node* current = find_field(f, ps, p, "CurrentLeader"))
+        hint = static_cast<int32_t>(int_field(f, ps, index_of(f, current), "LeaderId", kUnknown));
+      leaders_[name][static_cast<int32_t>(index)] = hint;
+    });
+  });
+}
+
+int32_t ClusterView::leader(std::string_view topic, int32_t partition) const {
+  auto t = leaders_.find(topic);
+  if (t == leaders_.end()) return kUnknown;
+  auto p = t->second.find(partition);
+  return p == t->second.end() ? kUnknown : p->second;
+}
+
+int32_t ClusterView::coordinator(CoordinatorKey type, std::string_view key) const {
+  auto it = coordinators_.find({static_cast<int8_t>(type), std::string(key)});
+  return it == coordinators_.end() ? kUnknown : it->second;
+}
+
+std::string ClusterView::endpoint(int32_t node) const {
+  auto it = brokers_.find(node);
+  return it == brokers_.end() ? std::string() : it->second;
+}
+
+size_t ClusterView::partitions() const {
+  size_t n = 0;
+  for (const auto& [topic, parts] : leaders_) n += parts.size();
+  return n;
+}
+
+void ClusterView::forget_leader(std::string_view topic, int32_t partition) {
+  if (auto t = leaders_.find(topic); t != leaders_.end()) t->second[partition] = kUnknown;
+}
+
+void ClusterView::forget_coordinator(CoordinatorKey type, std::string_view key) {
+  coordinators_.erase({static_cast<int8_t>(type), std::string(key)});
+}
+
+}  // namespace kwire::replay

@@ -1,0 +1,59 @@
+// What a client knows of a cluster, learned as a client learns it: the brokers
+// (node id, endpoint), each partition's leader, and the coordinator of each
+// group and transactional id, from the answers to Metadata, DescribeCluster
+// and FindCoordinator, and the leader hints of Produce and Fetch answers
+// (KIP-951). Replay keeps one for the capture (where each role lived when it
+// was recorded) and one for the target (where it lives now).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "dissector/protocol/frame.hpp"
+#include "dissector/protocol/program.hpp"
+
+namespace kwire::replay {
+
+// FindCoordinator's key types.
+enum class CoordinatorKey : int8_t { Group = 0, Transaction = 1, Share = 2 };
+
+class ClusterView {
+ public:
+  static constexpr int32_t kUnknown = -1;
+
+  // Learns from one exchange; requests and answers of other apis are ignored.
+  // Errors teach nothing: an answer with a partition's or a key's error leaves
+  // what was known of it unchanged, except NOT_LEADER_OR_FOLLOWER and
+  // NOT_COORDINATOR, which forget it.
+  void learn(const Frame& request, const Frame& response, const ProgramSet& ps);
+
+  int32_t leader(std::string_view topic, int32_t partition) const;
+  int32_t coordinator(CoordinatorKey type, std::string_view key) const;
+  // "host:port" of a node, or empty.
+  std::string endpoint(int32_t node) const;
+
+  const std::map<int32_t, std::string>& brokers() const { return brokers_; }
+  size_t partitions() const;
+  int32_t controller() const { return controller_; }
+
+  void forget_leader(std::string_view topic, int32_t partition);
+  void forget_coordinator(CoordinatorKey type, std::string_view key);
+
+ private:
+  void learn_metadata(const Frame& f, const ProgramSet& ps);
+  void learn_describe_cluster(const Frame& f, const ProgramSet& ps);
+  void learn_find_coordinator(const Frame& request, const Frame& response, const ProgramSet& ps);
+  void learn_leader_hints(const Frame& f, const ProgramSet& ps);
+  void learn_broker(const Frame& f, const ProgramSet& ps, uint32_t element, std::string_view id_field);
+
+  std::map<int32_t, std::string> brokers_;
+  std::map<std::string, std::map<int32_t, int32_t>, std::less<>> leaders_;  // topic -> partition -> node
+  std::map<std::string, std::string, std::less<>> topic_ids_;              // topic id (Kafka's text form) -> name
+  std::map<std::pair<int8_t, std::string>, int32_t> coordinators_;
+  int32_t controller_ = kUnknown;
+};
+
+}  // namespace kwire::replay

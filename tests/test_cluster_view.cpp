@@ -1,0 +1,103 @@
+// The cluster a client learns (replay/cluster.hpp): from the answers of a real
+// single-broker capture, whose broker the testbed runs as node 1
+// (testbed/run-broker: node.id=1), and from FindCoordinator answers built by
+// hand from the specs.
+#include <gtest/gtest.h>
+
+#include "dissector/protocol/decoder.hpp"
+#include "replay/cluster.hpp"
+#include "replay/recording.hpp"
+#include "wire/message_builder.hpp"
+
+namespace kwire::replay {
+namespace {
+
+const ProgramSet& ps() { return ProgramSet::release(); }
+
+TEST(ClusterView, ASingleBrokerCaptureIsNodeOneForEveryRole) {
+  Recording rec;
+  std::string error;
+  ASSERT_TRUE(load_recording(std::string(KWIRE_SOURCE_DIR) + "/captures/stateful.pcapng", ps(), {}, rec, error))
+      << error;
+  ClusterView view;
+  FrameDecoder dec(ps());
+  Frame req, resp;
+  std::set<uint16_t> server_ports;
+  size_t metadata = 0, find_coordinator = 0;
+  for (const auto& s : rec.sessions) {
+    server_ports.insert(s.broker.port);
+    for (const auto& e : s.exchanges) {
+      if (e.response.empty()) continue;
+      dec.decode_request(e.request, req);
+      dec.decode_response(e.response, e.api_key, e.api_version, resp);
+      metadata += e.api_key == 3;
+      find_coordinator += e.api_key == 10;
+      view.learn(req, resp, ps());
+    }
+  }
+  ASSERT_GT(metadata, 5u);
+  ASSERT_GT(find_coordinator, 0u);
+  // One broker listener is the clients' (the other port is the controller's).
+  ASSERT_EQ(view.brokers().size(), 1u);
+  EXPECT_EQ(view.brokers().begin()->first, 1);
+  const std::string ep = view.endpoint(1);
+  ASSERT_TRUE(ep.starts_with("127.0.0.1:")) << ep;
+  EXPECT_TRUE(server_ports.count(static_cast<uint16_t>(std::stoi(ep.substr(10))))) << ep;
+  // The scenario's topics (testbed/scenario stateful: clicks 2, pages 1, page-counts 2).
+  EXPECT_EQ(view.leader("clicks", 0), 1);
+  EXPECT_EQ(view.leader("clicks", 1), 1);
+  EXPECT_EQ(view.leader("pages", 0), 1);
+  EXPECT_EQ(view.leader("page-counts", 1), 1);
+  EXPECT_EQ(view.leader("clicks", 2), ClusterView::kUnknown);
+  EXPECT_EQ(view.leader("no-such-topic", 0), ClusterView::kUnknown);
+  EXPECT_EQ(view.coordinator(CoordinatorKey::Group, "stateful-app"), 1);
+  EXPECT_EQ(view.controller(), 1);
+}
+
+// FindCoordinator v4 (flexible): request KeyType, CoordinatorKeys; answer
+// ThrottleTimeMs, Coordinators [Key, NodeId, Host, Port, ErrorCode, ErrorMessage].
+struct Coordinator {
+  const char* key;
+  int node;
+  const char* host;
+  int port;
+  int error;
+};
+
+void find_coordinator(ClusterView& view, int key_type, const std::vector<Coordinator>& answers) {
+  wire::MessageBuilder rq;
+  rq.i16(10).i16(4).i32(1).str("c").tags0().i8(key_type).carr(answers.size());
+  for (const auto& a : answers) rq.cstr(a.key);
+  rq.tags0();
+  wire::MessageBuilder rs;
+  rs.i32(1).tags0().i32(0).carr(answers.size());
+  for (const auto& a : answers) rs.cstr(a.key).i32(a.node).cstr(a.host).i32(a.port).i16(a.error).cnull().tags0();
+  rs.tags0();
+  FrameDecoder dec(ps());
+  Frame req, resp;
+  // Frames point into the bytes they were decoded from: keep them.
+  const auto request_bytes = rq.message(), response_bytes = rs.message();
+  dec.decode_request(request_bytes, req);
+  dec.decode_response(response_bytes, 10, 4, resp);
+  ASSERT_TRUE(req.ok());
+  ASSERT_TRUE(resp.ok());
+  view.learn(req, resp, ps());
+}
+
+TEST(ClusterView, CoordinatorsAreLearnedPerKeyTypeAndForgottenOnNotCoordinator) {
+  ClusterView view;
+  find_coordinator(view, 0, {{"g1", 3, "127.0.0.13", 9092, 0}, {"g2", -1, "", -1, 15}});
+  EXPECT_EQ(view.coordinator(CoordinatorKey::Group, "g1"), 3);
+  EXPECT_EQ(view.endpoint(3), "127.0.0.13:9092");
+  EXPECT_EQ(view.coordinator(CoordinatorKey::Group, "g2"), ClusterView::kUnknown);  // COORDINATOR_NOT_AVAILABLE
+  EXPECT_EQ(view.coordinator(CoordinatorKey::Transaction, "g1"), ClusterView::kUnknown);
+  find_coordinator(view, 1, {{"g1", 2, "127.0.0.12", 9092, 0}});
+  EXPECT_EQ(view.coordinator(CoordinatorKey::Transaction, "g1"), 2);
+  EXPECT_EQ(view.coordinator(CoordinatorKey::Group, "g1"), 3);
+  find_coordinator(view, 0, {{"g1", -1, "", -1, 16}});  // NOT_COORDINATOR
+  EXPECT_EQ(view.coordinator(CoordinatorKey::Group, "g1"), ClusterView::kUnknown);
+  EXPECT_EQ(view.coordinator(CoordinatorKey::Transaction, "g1"), 2);
+}
+
+}  // namespace
+}  // namespace kwire::replay
