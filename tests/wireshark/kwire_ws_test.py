@@ -63,6 +63,12 @@ def compare_capture(ts, capture, cmp, label, kwire_extra=(), tshark_extra=()):
     need(len(kw) > 0, f"{name}: kwire decode found no Kafka messages")
     if len(kw) != len(pdus):
         raise Failure(f"{name}: kwire decode has {len(kw)} messages, tshark with the {label} {len(pdus)}")
+    # In frame order: where a connection was open before the capture began,
+    # kwire decode hunts for the first message start and prints a message
+    # once it is sure of it, which can be after later frames of other
+    # connections; Wireshark shows each message in its frame.
+    kw = sorted(kw, key=lambda m: m["frame"])
+    pdus = sorted(pdus, key=lambda t: t["frame"])
     before = len(cmp.mismatches)
     for i, (k, t) in enumerate(zip(kw, pdus)):
         cmp.message(f"{name} message {i + 1} (frame {t['frame']})", k, t)

@@ -1,0 +1,72 @@
+package kwire.testbed;
+
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.DescribeClusterResult;
+import org.apache.kafka.clients.admin.ListTopicsOptions;
+import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.common.Node;
+import org.apache.kafka.common.TopicPartitionInfo;
+import org.apache.kafka.common.utils.Utils;
+
+/**
+ * Says where each role lives in a cluster, as Kafka's Admin client sees it: the
+ * brokers, every partition's leader and replicas (internal topics too), and the
+ * coordinator of each named group, which is the leader of the __consumer_offsets
+ * partition the group hashes to (Kafka's own rule: abs(groupId.hashCode()) % count).
+ * args: bootstrap [groups=a,b,...]
+ *
+ * <p>Lines, sorted:
+ * <pre>
+ * broker 1 127.0.0.11:9092
+ * controller 2
+ * leader clicks 0 2 replicas=2,3,1 isr=2,3,1
+ * coordinator stateful-app 3 partition=17
+ * </pre>
+ */
+public final class DescribeCluster {
+    public static void main(String[] args) throws Exception {
+        String bootstrap = Common.bootstrap(args);
+        Map<String, String> opt = Common.options(args);
+        List<String> groups = new ArrayList<>();
+        for (String g : opt.getOrDefault("groups", "").split(",")) if (!g.isEmpty()) groups.add(g);
+        try (Admin admin = Admin.create(Common.adminProps(bootstrap, "kwire-describe-cluster"))) {
+            DescribeClusterResult cluster = admin.describeCluster();
+            List<Node> nodes = new ArrayList<>(cluster.nodes().get());
+            nodes.sort(Comparator.comparingInt(Node::id));
+            for (Node n : nodes) System.out.println("broker " + n.id() + " " + n.host() + ":" + n.port());
+            Node controller = cluster.controller().get();
+            if (controller != null) System.out.println("controller " + controller.id());
+            var names = admin.listTopics(new ListTopicsOptions().listInternal(true)).names().get();
+            Map<String, TopicDescription> topics = new TreeMap<>(admin.describeTopics(names).allTopicNames().get());
+            for (TopicDescription t : topics.values()) {
+                for (TopicPartitionInfo p : t.partitions()) {
+                    System.out.println("leader " + t.name() + " " + p.partition() + " "
+                            + (p.leader() == null ? -1 : p.leader().id())
+                            + " replicas=" + ids(p.replicas()) + " isr=" + ids(p.isr()));
+                }
+            }
+            TopicDescription offsets = topics.get("__consumer_offsets");
+            for (String g : groups) {
+                if (offsets == null) {
+                    System.out.println("coordinator " + g + " -1 (no __consumer_offsets)");
+                    continue;
+                }
+                int partition = Utils.abs(g.hashCode()) % offsets.partitions().size();
+                Node leader = offsets.partitions().get(partition).leader();
+                System.out.println("coordinator " + g + " " + (leader == null ? -1 : leader.id()) + " partition=" + partition);
+            }
+        }
+    }
+
+    private static String ids(List<Node> nodes) {
+        StringBuilder b = new StringBuilder();
+        for (Node n : nodes) b.append(b.length() == 0 ? "" : ",").append(n.id());
+        return b.toString();
+    }
+}
