@@ -1,5 +1,9 @@
 #include "replay/routing.hpp"
 
+#include <algorithm>
+
+#include "wire/wire.hpp"
+
 #include <map>
 
 namespace kwire::replay {
@@ -100,6 +104,71 @@ Role role_of(const Frame& request, const ProgramSet& ps) {
     if (!id || id->is_null()) return Role::AnyBroker;  // an idempotent producer's id: any broker hands one out
   }
   return r;
+}
+
+namespace {
+
+bool is_partition_index(const Node& n, const FieldDesc& d) {
+  return n.type == WireType::Int32 && (d.name == "PartitionIndex" || d.name == "Partition" || d.name == "Index");
+}
+
+}  // namespace
+
+std::vector<PartitionRef> partitions_of(const Frame& f, const ProgramSet& ps) {
+  std::vector<PartitionRef> out;
+  if (!f.body) return out;
+  for (uint32_t i = f.body + 1; i < f.nodes.size(); ++i) {
+    const Node& el = f.nodes[i];
+    if (el.type != WireType::Struct || !(el.flags & kElement)) continue;
+    // A topic's element: its name or id, then its partitions (an array of
+    // elements with a partition index, or of plain indexes).
+    PartitionRef topic;
+    uint32_t parts = 0;
+    for (uint32_t c : Children(f, i)) {
+      const Node& n = f.nodes[c];
+      const FieldDesc& d = ps.field(n.desc);
+      if (n.type == WireType::String && d.entity == "topicName" && !n.is_null() && !n.str().empty()) {
+        topic.topic = std::string(n.str());
+        topic.by_id = false;
+      } else if (n.type == WireType::Uuid && d.name == "TopicId" && topic.topic.empty()) {
+        static const uint8_t zero[16] = {};
+        if (!std::equal(n.v.p, n.v.p + 16, zero)) topic.topic = wire::uuid_to_string(n.v.p), topic.by_id = true;
+      } else if (n.type == WireType::Array && !n.is_null() && !parts) {
+        parts = c;
+      }
+    }
+    if (topic.topic.empty() || !parts) continue;
+    // A fetch session's forgotten partitions are not fetched.
+    if (ps.field(f.nodes[el.parent].desc).name.starts_with("Forgotten")) continue;
+    for (uint32_t p : Children(f, parts)) {
+      const Node& pn = f.nodes[p];
+      if (pn.type == WireType::Int32) {
+        out.push_back({topic.topic, topic.by_id, static_cast<int32_t>(pn.v.i)});
+        continue;
+      }
+      if (pn.type != WireType::Struct) break;
+      for (uint32_t c : Children(f, p))
+        if (is_partition_index(f.nodes[c], ps.field(f.nodes[c].desc))) {
+          out.push_back({topic.topic, topic.by_id, static_cast<int32_t>(f.nodes[c].v.i)});
+          break;
+        }
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> coordinator_keys(const Frame& f, const ProgramSet& ps, Role role) {
+  std::vector<std::string> out;
+  if (!f.body || (role != Role::GroupCoordinator && role != Role::TxnCoordinator && role != Role::ShareCoordinator))
+    return out;
+  const std::string_view entity = role == Role::TxnCoordinator ? "transactionalId" : "groupId";
+  for (uint32_t i = f.body + 1; i < f.nodes.size(); ++i) {
+    const Node& n = f.nodes[i];
+    if (n.type != WireType::String || n.is_null() || ps.field(n.desc).entity != entity) continue;
+    std::string key(n.str());
+    if (std::find(out.begin(), out.end(), key) == out.end()) out.push_back(std::move(key));
+  }
+  return out;
 }
 
 const std::vector<std::string_view>& broker_traffic_kinds() {

@@ -32,6 +32,23 @@ Role role_of(const MessageProgram& request);
 // goes to any broker.
 Role role_of(const Frame& request, const ProgramSet& ps);
 
+// A partition a request names: its topic by name, or by id (Kafka's text form of
+// the uuid, `by_id`) where the request names topics by id (Fetch v13+, Produce v13+).
+struct PartitionRef {
+  std::string topic;
+  bool by_id = false;
+  int32_t partition = -1;
+  bool operator==(const PartitionRef&) const = default;
+};
+// Every partition a request asks about, in order; the partitions a fetch
+// session forgets are not asked about.
+std::vector<PartitionRef> partitions_of(const Frame& request, const ProgramSet& ps);
+
+// The keys whose coordinator a request goes to, in order, without repeats: the
+// group ids of a group coordinator's request (TxnOffsetCommit's group), the
+// transactional ids of a transaction coordinator's.
+std::vector<std::string> coordinator_keys(const Frame& request, const ProgramSet& ps, Role role);
+
 // Traffic between brokers (or to the controller) that a client never sends.
 struct BrokerTraffic {
   std::string kind;    // "replica fetch", "controller", "transaction marker", ...; empty: a client's

@@ -191,5 +191,70 @@ TEST(Routing, EveryKindIsNamedOnce) {
     EXPECT_TRUE(kinds.count(k)) << k;
 }
 
+
+// Fetch v13 (flexible, topics by id): two topics, the second with two
+// partitions, and a forgotten topic that is not fetched.
+TEST(Routing, AFetchNamesItsPartitionsByTopicIdAndNotTheForgottenOnes) {
+  auto b = header(1, 13, true, "c");
+  b.i32(-1).i32(500).i32(1).i32(1 << 20).i8(0).i32(0).i32(-1);  // ReplicaId .. SessionEpoch
+  b.carr(2);
+  b.uuid(0x11).carr(1).i32(0).i32(-1).i64(5).i32(-1).i64(-1).i32(1 << 20).tags0().tags0();
+  b.uuid(0x22).carr(2);
+  b.i32(3).i32(-1).i64(0).i32(-1).i64(-1).i32(1 << 20).tags0();
+  b.i32(1).i32(-1).i64(0).i32(-1).i64(-1).i32(1 << 20).tags0();
+  b.tags0();
+  b.carr(1).uuid(0x33).carr(1).i32(9).tags0();  // ForgottenTopicsData
+  b.cstr("").tags0();                             // RackId, tags
+  const Decoded d = decode(b);
+  // An id is named by its text form, the same as a Metadata answer's (ClusterView).
+  const auto got = partitions_of(d.f, ps());
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_TRUE(got[0].by_id && got[1].by_id && got[2].by_id);
+  EXPECT_EQ(got[0].partition, 0);
+  EXPECT_EQ(got[1].partition, 3);
+  EXPECT_EQ(got[2].partition, 1);
+  EXPECT_EQ(got[1].topic, got[2].topic);
+  EXPECT_NE(got[0].topic, got[1].topic);
+  for (const auto& p : got) EXPECT_EQ(p.topic.find("3333"), std::string::npos) << p.topic;
+}
+
+// ListOffsets v9 (by name, PartitionIndex) and DescribeProducers v0 (an array of plain indexes).
+TEST(Routing, PartitionsByNameAndAsPlainIndexes) {
+  auto lo = header(2, 9, true, "c");
+  lo.i32(-1).i8(0).carr(1).cstr("orders").carr(2);
+  lo.i32(4).i32(-1).i64(-1).tags0();
+  lo.i32(2).i32(-1).i64(-2).tags0();
+  lo.tags0().tags0();
+  const auto a = partitions_of(decode(lo).f, ps());
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[0], (PartitionRef{"orders", false, 4}));
+  EXPECT_EQ(a[1], (PartitionRef{"orders", false, 2}));
+
+  auto dp = header(61, 0, true, "c");
+  dp.carr(2).cstr("a").carr(1).i32(7).tags0().cstr("b").carr(2).i32(0).i32(1).tags0().tags0();
+  const auto p = partitions_of(decode(dp).f, ps());
+  const std::vector<PartitionRef> want = {{"a", false, 7}, {"b", false, 0}, {"b", false, 1}};
+  EXPECT_EQ(p, want);
+}
+
+// DescribeGroups v5 names several groups (each may have another coordinator);
+// TxnOffsetCommit v3 goes to its group's coordinator, not its transaction's.
+TEST(Routing, CoordinatorKeysAreTheEntitiesOfTheRole) {
+  auto dg = header(15, 5, true, "c");
+  dg.carr(3).cstr("g1").cstr("g2").cstr("g1").boolean(false).tags0();
+  const std::vector<std::string> groups = {"g1", "g2"};
+  EXPECT_EQ(coordinator_keys(decode(dg).f, ps(), Role::GroupCoordinator), groups);
+
+  // TransactionalId, GroupId, ProducerId, ProducerEpoch, GenerationId, MemberId,
+  // GroupInstanceId, Topics (none), tags.
+  auto toc = header(28, 3, true, "c");
+  toc.cstr("txn-1").cstr("grp").i64(5).i16(0).i32(1).cstr("m").cnull().carr(0).tags0();
+  const Decoded d = decode(toc);
+  ASSERT_EQ(role_of(d.f, ps()), Role::GroupCoordinator);
+  EXPECT_EQ(coordinator_keys(d.f, ps(), Role::GroupCoordinator), std::vector<std::string>{"grp"});
+  EXPECT_EQ(coordinator_keys(d.f, ps(), Role::TxnCoordinator), std::vector<std::string>{"txn-1"});
+  EXPECT_TRUE(coordinator_keys(d.f, ps(), Role::AnyBroker).empty());
+}
+
 }  // namespace
 }  // namespace kwire::replay
