@@ -1,5 +1,6 @@
 #include "replay/cluster.hpp"
 
+#include "replay/routing.hpp"
 #include "wire/wire.hpp"
 
 namespace kwire::replay {
@@ -38,6 +39,9 @@ std::string uuid_field(const Frame& f, const ProgramSet& ps, uint32_t parent, st
 
 void ClusterView::learn(const Frame& request, const Frame& response, const ProgramSet& ps) {
   if (!response.program || !response.body || !response.ok()) return;
+  // Brokers' own traffic tells of other listeners: a KRaft voter's Fetch
+  // answer names the controllers' endpoints (NodeEndpoints), not the brokers'.
+  if (broker_traffic(request, ps)) return;
   const std::string_view api = response.program->api_name;
   if (api == "Metadata") learn_metadata(response, ps);
   else if (api == "DescribeCluster") learn_describe_cluster(response, ps);

@@ -24,7 +24,8 @@ class ClusterView {
  public:
   static constexpr int32_t kUnknown = -1;
 
-  // Learns from one exchange; requests and answers of other apis are ignored.
+  // Learns from one exchange of a client's; requests and answers of other
+  // apis, and brokers' own traffic (replay/routing.hpp), are ignored.
   // Errors teach nothing: an answer with a partition's or a key's error leaves
   // what was known of it unchanged, except NOT_LEADER_OR_FOLLOWER and
   // NOT_COORDINATOR, which forget it.

@@ -4,6 +4,9 @@
 // hand from the specs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+
 #include "dissector/protocol/decoder.hpp"
 #include "replay/cluster.hpp"
 #include "replay/recording.hpp"
@@ -52,6 +55,51 @@ TEST(ClusterView, ASingleBrokerCaptureIsNodeOneForEveryRole) {
   EXPECT_EQ(view.leader("no-such-topic", 0), ClusterView::kUnknown);
   EXPECT_EQ(view.coordinator(CoordinatorKey::Group, "stateful-app"), 1);
   EXPECT_EQ(view.controller(), 1);
+}
+
+// captures/cluster.pcapng: a 3-node cluster. What kwire learns from the
+// clients' Metadata and FindCoordinator answers is held to what Kafka's Admin
+// client said at the end of the same run (testbed/scenario cluster runs
+// kwire.testbed.DescribeCluster; its lines are in captures/MANIFEST.md).
+TEST(ClusterView, AThreeNodeCaptureHasTheRolesAdminReported) {
+  Recording rec;
+  std::string error;
+  ASSERT_TRUE(load_recording(std::string(KWIRE_SOURCE_DIR) + "/captures/cluster.pcapng", ps(), {}, rec, error))
+      << error;
+  ClusterView view;
+  FrameDecoder dec(ps());
+  Frame req, resp;
+  // In capture order: the last answer about a partition is the one that holds.
+  std::vector<const Exchange*> order;
+  for (const auto& s : rec.sessions)
+    for (const auto& e : s.exchanges)
+      if (!e.response.empty()) order.push_back(&e);
+  std::sort(order.begin(), order.end(), [](const Exchange* a, const Exchange* b) { return a->response_seq < b->response_seq; });
+  for (const Exchange* e : order) {
+    dec.decode_request(e->request, req);
+    dec.decode_response(e->response, e->api_key, e->api_version, resp);
+    view.learn(req, resp, ps());
+  }
+  const std::map<int32_t, std::string> brokers = {
+      {1, "127.0.0.11:60287"}, {2, "127.0.0.12:60287"}, {3, "127.0.0.13:60287"}};
+  EXPECT_EQ(view.brokers(), brokers);
+  EXPECT_EQ(view.controller(), 2);
+  struct Leader {
+    const char* topic;
+    int32_t partition, node;
+  };
+  for (Leader l : {Leader{"clicks", 0, 2}, {"clicks", 1, 3}, {"go-orders", 0, 2}, {"go-orders", 1, 3},
+                   {"go-orders", 2, 1}, {"page-counts", 0, 1}, {"page-counts", 1, 2}, {"pages", 0, 1},
+                   {"sarama-orders", 0, 3}, {"sarama-orders", 1, 1}, {"stateful-app-by-title-repartition", 0, 3},
+                   {"stateful-app-by-title-repartition", 1, 1}, {"stateful-app-clicks-per-page-changelog", 0, 2},
+                   {"stateful-app-clicks-per-page-changelog", 1, 3}})
+    EXPECT_EQ(view.leader(l.topic, l.partition), l.node) << l.topic << "-" << l.partition;
+  // Every node leads some partition, and the coordinators are spread too.
+  EXPECT_EQ(view.coordinator(CoordinatorKey::Group, "stateful-app"), 1);
+  EXPECT_EQ(view.coordinator(CoordinatorKey::Group, "go-classic"), 2);
+  EXPECT_EQ(view.coordinator(CoordinatorKey::Group, "go-848"), 2);
+  EXPECT_EQ(view.coordinator(CoordinatorKey::Group, "sarama-default"), 2);
+  EXPECT_EQ(view.coordinator(CoordinatorKey::Group, "sarama-max"), 1);
 }
 
 // FindCoordinator v4 (flexible): request KeyType, CoordinatorKeys; answer
