@@ -210,7 +210,7 @@ Command replay_table(ReplayArgs& a) {
       "topic ids), compares every response with the recorded one field by field, and reports the differences."};
   c.options = {
       value({"-r"}, "FILE", "pcap or pcapng capture (- reads standard input)", text(a.file), ValueKind::File),
-      value({"--target"}, "HOST:PORT", "the broker under test; every recorded broker goes there",
+      value({"--target"}, "HOST:PORT", "a broker under test (of a cluster: each recorded broker's sessions go to the target's broker of the same node id, from its Metadata; the others to HOST:PORT)",
             [&a](const std::string& v, std::string& error) {
               if (!replay::parse_host_port(v, a.o.target, error)) {
                 error = "--target: " + error;

@@ -27,6 +27,7 @@
 #include "dissector/protocol/encoder.hpp"
 #include "dissector/output/output.hpp"
 #include "recorder/pcapng_writer.hpp"
+#include "replay/cluster.hpp"
 #include "replay/concurrency.hpp"
 #include "wire/message_builder.hpp"
 #include "wire/wire.hpp"
@@ -474,6 +475,14 @@ class Engine {
   std::unordered_set<uint32_t> asks_counted_;  // sessions whose recorded asks to come are in sticky_.asks_left
   CompareOptions cmp_;               // o_.compare, with the broker addresses learned so far
   EndpointMap endpoints_;            // recorded broker addresses -> the target's
+  // The capture's cluster as its clients learnt it (which node each recorded
+  // broker was) and the target's, from kwire's own Metadata to --target.
+  ClusterView recorded_view_, target_view_;
+  bool target_view_learnt_ = false;
+  // Where a recorded broker's sessions go: --map's entry, else the target's
+  // node of the recorded node id, else --target.
+  HostPort route(const Endpoint& broker) const;
+  void cluster_notes();
   std::map<std::string, int64_t> admin_written_;  // topic -> when an admin write of the replay naming it was answered
   std::string topic_name(std::string_view id) const { return state_.recorded_topic_name(id); }
   // A lagging read whose differences an admin write not yet visible explains: sent again (true).
@@ -614,6 +623,12 @@ bool Engine::control_setup(const HostPort& hp, const Address& a, bool primary, s
     if (!ctl.exchange(b.message(), resp, 10, error)) { error = "target " + hp.str() + " did not answer Metadata: " + error; return false; }
     dec_.decode_response(resp, 3, 12, f);
     state_.learn_topics(f, true);
+    if (primary) {
+      Frame q;
+      dec_.decode_request(b.message(), q);
+      target_view_.learn(q, f, ps_);
+      target_view_learnt_ = true;
+    }
     for (uint32_t i = f.body + 1; i < f.nodes.size(); ++i)
       if (ps_.field(f.nodes[i].desc).name == "Name" && ps_.field(f.nodes[i].desc).entity == "topicName" && !f.nodes[i].is_null())
         names.insert(std::string(f.nodes[i].str()));
@@ -687,12 +702,72 @@ bool Engine::control_setup(const HostPort& hp, const Address& a, bool primary, s
   return metadata(again);
 }
 
+HostPort Engine::route(const Endpoint& broker) const {
+  if (auto m = o_.map.find(broker.str()); m != o_.map.end()) return m->second;
+  // A capture of one broker goes to --target as given (its spelling, its TLS
+  // server name), whatever the target advertises.
+  if (!target_view_learnt_ || recorded_view_.brokers().size() < 2) return o_.target;
+  for (const auto& [node, endpoint] : recorded_view_.brokers()) {
+    if (endpoint != broker.str()) continue;
+    HostPort hp;
+    std::string ignored;
+    const std::string live = target_view_.endpoint(node);
+    if (!live.empty() && parse_host_port(live, hp, ignored)) return hp;
+  }
+  return o_.target;
+}
+
+// Says where each recorded broker's sessions go when the capture holds
+// several brokers, and which recorded nodes the target lacks.
+void Engine::cluster_notes() {
+  const auto& recorded = recorded_view_.brokers();
+  if (recorded.size() < 2) return;
+  std::string line = "the capture holds " + std::to_string(recorded.size()) + " brokers; the target " +
+                     (target_view_learnt_ ? "has " + std::to_string(target_view_.brokers().size()) : std::string("was not asked (--map)")) + ":";
+  std::vector<int32_t> missing;
+  for (const auto& [node, endpoint] : recorded) {
+    const bool pinned = o_.map.count(endpoint) > 0;
+    const std::string live = target_view_.endpoint(node);
+    line += " node " + std::to_string(node) + " " + endpoint + " -> ";
+    if (pinned) line += o_.map.at(endpoint).str() + " (--map);";
+    else if (!live.empty()) line += "node " + std::to_string(node) + " " + live + ";";
+    else line += o_.target.str() + " (--target);", missing.push_back(node);
+  }
+  line.pop_back();
+  out_.notes.push_back(line);
+  if (!missing.empty() && target_view_learnt_) {
+    std::string ids;
+    for (int32_t n : missing) ids += (ids.empty() ? "" : ", ") + std::to_string(n);
+    out_.notes.push_back("the target has no node " + ids + ": their sessions go to " + o_.target.str() +
+                         ", which may answer them as another broker would not (REBOOTSTRAP_REQUIRED, NOT_COORDINATOR, "
+                         "NOT_LEADER_OR_FOLLOWER); --map pins a recorded broker to a target broker");
+  }
+}
+
 bool Engine::prepare(std::string& error) {
-  // Targets: each recorded broker maps to --map's entry or to --target.
+  // The capture's cluster, as its clients learnt it: in capture order, so that
+  // the last answer about a role is the one that holds.
+  {
+    std::vector<const Exchange*> order;
+    for (const auto& s : rec_.sessions)
+      for (const auto& e : s.exchanges)
+        if (!e.response.empty()) order.push_back(&e);
+    std::sort(order.begin(), order.end(), [](const Exchange* a, const Exchange* b) { return a->response_seq < b->response_seq; });
+    Frame q, r;
+    for (const Exchange* e : order) {
+      const MessageProgram* m = ps_.find(e->api_key, e->api_version, Direction::Response);
+      if (!m || (m->api_name != "Metadata" && m->api_name != "DescribeCluster")) continue;
+      dec_.decode_request(e->request, q);
+      dec_.decode_response(e->response, e->api_key, e->api_version, r);
+      recorded_view_.learn(q, r, ps_);
+    }
+  }
+  // Targets: each recorded broker maps to --map's entry, to the target's node
+  // of the same id (the target is a cluster: its brokers come from its own
+  // Metadata answer), or to --target.
   std::map<std::string, std::pair<HostPort, Address>> targets;
   auto target_of = [&](const Endpoint& broker) -> std::pair<HostPort, Address>* {
-    auto m = o_.map.find(broker.str());
-    const HostPort& hp = m != o_.map.end() ? m->second : o_.target;
+    const HostPort hp = route(broker);
     auto it = targets.find(hp.str());
     if (it != targets.end()) return &it->second;
     Address a;
@@ -700,32 +775,47 @@ bool Engine::prepare(std::string& error) {
     return &targets.emplace(hp.str(), std::make_pair(hp, a)).first->second;
   };
   // Every target a replayed session goes to is asked first (ApiVersions,
-  // Metadata): a replay that cannot reach one cannot run. The first one's
-  // versions decide what is unsupported.
+  // Metadata): a replay that cannot reach one cannot run. --target is asked
+  // first when a session is not pinned by --map: its versions decide what is
+  // unsupported, and its brokers where each recorded node's sessions go.
   {
-    std::vector<std::string> used;
+    auto replayed = [&](const RecordedSession& s) {
+      if (!s.skip.empty() && !(s.skip.starts_with("authenticates") && o_.login_for(s.sasl_mechanism))) return false;
+      return o_.conns.empty() || o_.conns.count(s.id) > 0;
+    };
+    bool unpinned = false, any = false;
     for (const auto& s : rec_.sessions) {
-      if (!s.skip.empty() && !(s.skip.starts_with("authenticates") && o_.login_for(s.sasl_mechanism))) continue;
-      if (!o_.conns.empty() && !o_.conns.count(s.id)) continue;
-      auto m = o_.map.find(s.broker.str());
-      const std::string hp = (m != o_.map.end() ? m->second : o_.target).str();
-      if (std::find(used.begin(), used.end(), hp) == used.end()) used.push_back(hp);
+      if (!replayed(s)) continue;
+      any = true;
+      if (!o_.map.count(s.broker.str())) unpinned = true;
     }
-    if (used.empty()) used.push_back(o_.target.str());
     if (o_.tls.enabled) {
       tls_ = TlsContext::create(o_.tls, error);
       if (!tls_) return false;
     }
     bool primary = true;
-    for (const std::string& name : used) {
-      HostPort hp = name == o_.target.str() ? o_.target : HostPort{};
-      for (const auto& [from, to] : o_.map) if (to.str() == name) hp = to;
+    if (unpinned || !any) {
+      Address a;
+      if (!resolve_address(o_.target, a, error)) return false;
+      targets.emplace(o_.target.str(), std::make_pair(o_.target, a));
+      if (!control_setup(o_.target, a, true, error)) return false;
+      primary = false;
+    }
+    std::vector<HostPort> used;
+    for (const auto& s : rec_.sessions) {
+      if (!replayed(s)) continue;
+      const HostPort hp = route(s.broker);
+      if (targets.count(hp.str())) continue;
+      if (std::none_of(used.begin(), used.end(), [&](const HostPort& u) { return u.str() == hp.str(); })) used.push_back(hp);
+    }
+    for (const HostPort& hp : used) {
       Address a;
       if (!resolve_address(hp, a, error)) return false;
       targets.emplace(hp.str(), std::make_pair(hp, a));
       if (!control_setup(hp, a, primary, error)) return false;
       primary = false;
     }
+    cluster_notes();
   }
   // Recorded topic ids, from every recorded response.
   {
