@@ -175,7 +175,8 @@ void FramePrinter::on_frame(const FrameContext& ctx, const Frame& f) {
     if (!f.ok()) ++malformed_;
     // Only --api-table reads the counts: a map walk per message otherwise.
     if (o_.api_table && f.program) ++per_api_[{f.api_key, f.api_version, f.direction == Direction::Request ? 0 : 1}];
-    if (latency_ && (o_.apis.empty() || o_.apis.count(f.api_key))) latency_->on_frame(ctx, f, chosen);
+    // Every message: the brokers' node ids come from Metadata answers whatever --api keeps.
+    if (latency_) latency_->on_frame(ctx, f, chosen && (o_.apis.empty() || o_.apis.count(f.api_key)));
   }
   note_time(ctx);
   if (!selected(chosen, f)) return;

@@ -27,15 +27,16 @@ Command latency_table(LatencyArgs& a) {
   c.name = "latency";
   c.brief = "latency -r FILE";
   c.summary =
-      "request-to-response times per api version and connection, and the slowest exchanges";
+      "request-to-response times per api version, connection and broker, and the slowest exchanges";
   c.usage = {{"kwire latency -r FILE|- [options]", ""}};
   c.description = {
       "Request-to-response times of the Kafka messages in a capture: per api and version the count, p50, p90, p99 "
-      "and max (ms; nearest rank), the slowest exchanges with their frame numbers, and the same per connection. A "
-      "message's time is that of the packet that completed it."};
+      "and max (ms; nearest rank), the slowest exchanges with their frame numbers, and the same per connection and "
+      "per broker (its address, and its node id when a Metadata or DescribeCluster answer in the capture names it). "
+      "A message's time is that of the packet that completed it."};
   c.options = capture_file_options(a.file, a.session, a.capture);
   c.options.push_back(value({"-T"}, "text|json",
-                            "output format; json: {\"latency\":{\"apis\":[..],\"slowest\":[..],\"connections\":[..]}}",
+                            "output format; json: {\"latency\":{\"apis\":[..],\"slowest\":[..],\"connections\":[..],\"brokers\":[..]}}",
                             [&a](const std::string& v, std::string&) { a.out.json = v == "json"; return true; }));
   c.options.push_back(api_option(a.ps, a.out.apis, "only these APIs (names in any case)"));
   c.options.push_back(display_filter_option(

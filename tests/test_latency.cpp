@@ -135,6 +135,62 @@ TEST(Latency, AgreesWithTsharkFramingAndTimestamps) {
   }
 }
 
+// captures/cluster.pcapng, three brokers: the exchanges per broker address
+// as tshark frames and pairs them, and the node ids Kafka's Admin reported
+// for the addresses (captures/MANIFEST.md); the controller listener is named
+// by no client's Metadata.
+TEST(Latency, PerBrokerAgreesWithTsharkAndTheNodeIdsAdminReported) {
+  const std::string cap = std::string(KWIRE_SOURCE_DIR) + "/captures/cluster.pcapng";
+  const std::string rows = shell_output("tshark -r " + cap + " -d tcp.port==60287,kafka -d tcp.port==37365,kafka -Y kafka"
+                                        " -T fields -E separator=/t -e frame.time_epoch -e tcp.stream -e ip.dst -e tcp.dstport"
+                                        " -e kafka.correlation_id -e kafka.request_key");
+  struct Req { int64_t micros; std::string server; };
+  std::map<std::pair<int, int>, Req> pending;
+  std::map<std::string, std::vector<int64_t>> by_broker;
+  for (const auto& line : lines(rows)) {
+    auto f = split(line, '\t');
+    if (f.size() < 6 || f[4].empty()) continue;
+    const int64_t t = epoch_micros(f[0]);
+    const int stream = std::stoi(f[1]);
+    auto corrs = split(f[4], ',');
+    for (const auto& c : corrs) {
+      const int corr = std::stoi(c);
+      if (!f[5].empty()) {
+        pending[{stream, corr}] = Req{t, f[2] + ":" + f[3]};
+      } else if (auto it = pending.find({stream, corr}); it != pending.end()) {
+        by_broker[it->second.server].push_back(t - it->second.micros);
+        pending.erase(it);
+      }
+    }
+  }
+  ASSERT_EQ(by_broker.size(), 4u) << rows.substr(0, 2000);
+  auto r = kwire_cmd("latency -r " + cap + " -T json --top 0");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto brokers = nlohmann::json::parse(r.out)["latency"]["brokers"];
+  const std::map<std::string, int> node = {{"127.0.0.11:60287", 1}, {"127.0.0.12:60287", 2}, {"127.0.0.13:60287", 3}};
+  ASSERT_EQ(brokers.size(), by_broker.size()) << brokers.dump();
+  std::vector<std::string> order;
+  for (const auto& b : brokers) {
+    const std::string address = b["broker"];
+    order.push_back(address);
+    ASSERT_TRUE(by_broker.count(address)) << address;
+    const auto& v = by_broker[address];
+    EXPECT_EQ(b["count"].get<size_t>(), v.size()) << address;
+    expect_close(json_micros(b["p50Ms"]), nearest_rank(v, 50), address + " p50");
+    expect_close(json_micros(b["p99Ms"]), nearest_rank(v, 99), address + " p99");
+    EXPECT_NEAR(json_micros(b["maxMs"]), *std::max_element(v.begin(), v.end()), 1) << address;
+    if (node.count(address)) EXPECT_EQ(b["nodeId"], node.at(address)) << address;
+    else EXPECT_TRUE(b["nodeId"].is_null()) << address << ": the controller listener is no client's broker";
+  }
+  // By node id, the address no answer named last.
+  EXPECT_EQ(order, (std::vector<std::string>{"127.0.0.11:60287", "127.0.0.12:60287", "127.0.0.13:60287", "127.0.0.13:37365"}));
+  // The text report's table says the same.
+  auto text = kwire_cmd("latency -r " + cap + " --top 0");
+  ASSERT_NE(text.out.find("per broker:\nbroker  "), std::string::npos) << text.out;
+  for (const auto& [address, n] : node)
+    EXPECT_NE(text.out.find("\nnode " + std::to_string(n) + " " + address + " "), std::string::npos) << address;
+}
+
 // The text report and --latency on decode say the same as the JSON.
 TEST(Latency, TextAndDecodeOptionAgreeWithJson) {
   const std::string cap = std::string(KWIRE_SOURCE_DIR) + "/captures/demo.pcapng";

@@ -99,6 +99,7 @@ void LatencyTracker::on_frame(const FrameContext& ctx, const Frame& f, bool sele
     return;
   }
   if (ctx.unmatched) return;
+  learn_broker_nodes(f, ps_, node_ids_);
   auto it = pending_.find(key);
   if (it == pending_.end()) return;
   const Pending p = it->second;
@@ -112,6 +113,7 @@ void LatencyTracker::on_frame(const FrameContext& ctx, const Frame& f, bool sele
     cs.server = ctx.src.str();
   }
   cs.h.add(d);
+  brokers_[cs.server].h.add(d);
   if (slowest_n_ == 0) return;
   const Slow s{d, p.frame, frame_of(ctx), p.api_key, p.api_version, conn, f.correlation_id};
   if (slowest_.size() < slowest_n_) {
@@ -126,7 +128,9 @@ void LatencyTracker::on_frame(const FrameContext& ctx, const Frame& f, bool sele
 
 void LatencyTracker::unanswered(uint32_t conn, const Pending& p) {
   ++apis_[{p.api_key, p.api_version}].unanswered;
-  ++conns_[conn].unanswered;
+  ConnStats& cs = conns_[conn];
+  ++cs.unanswered;
+  ++brokers_[cs.server].unanswered;
 }
 
 void LatencyTracker::on_connection_end(const TcpConnection& c) {
@@ -144,11 +148,31 @@ void LatencyTracker::write(TextBuffer& out, bool json) const {
   // Requests still waiting when the capture ends count as unanswered.
   std::map<std::pair<int16_t, int16_t>, uint64_t> waiting;
   std::map<uint32_t, uint64_t> waiting_conn;
+  std::map<std::string, uint64_t> waiting_broker;
   for (const auto& [key, p] : pending_) {
     if (!p.selected) continue;
     ++waiting[{p.api_key, p.api_version}];
     ++waiting_conn[static_cast<uint32_t>(key >> 32)];
+    if (auto c = conns_.find(static_cast<uint32_t>(key >> 32)); c != conns_.end()) ++waiting_broker[c->second.server];
   }
+  auto node_of = [&](const std::string& b) {
+    auto n = node_ids_.find(b);
+    return n == node_ids_.end() ? -1 : n->second;
+  };
+  // Brokers by node id, then the addresses no answer named, by address.
+  std::map<std::string, const BrokerStats*> by_address;
+  static const BrokerStats kNoBroker;
+  for (const auto& [b, s] : brokers_) by_address[b] = &s;
+  for (const auto& [b, n] : waiting_broker) by_address.try_emplace(b, &kNoBroker);
+  std::vector<std::pair<std::string, const BrokerStats*>> broker_rows(by_address.begin(), by_address.end());
+  std::stable_sort(broker_rows.begin(), broker_rows.end(), [&](const auto& a, const auto& b) {
+    const uint32_t na = static_cast<uint32_t>(node_of(a.first)), nb = static_cast<uint32_t>(node_of(b.first));
+    return na < nb;   // -1, unknown, sorts last
+  });
+  auto broker_unans = [&](const std::string& b, const BrokerStats& s) {
+    auto w = waiting_broker.find(b);
+    return s.unanswered + (w == waiting_broker.end() ? 0 : w->second);
+  };
   std::map<std::pair<int16_t, int16_t>, const ApiStats*> rows;
   static const ApiStats kNone;
   for (const auto& [k, s] : apis_) rows[k] = &s;
@@ -235,6 +259,21 @@ void LatencyTracker::write(TextBuffer& out, bool json) const {
       append_int(out, static_cast<int64_t>(conn_unans(id, c)));
       out += '}';
     }
+    out += "],\"brokers\":[";
+    first = true;
+    for (const auto& [b, s] : broker_rows) {
+      if (!first) out += ',';
+      first = false;
+      out += "{\"broker\":";
+      json_string(out, b);
+      out += ",\"nodeId\":";
+      if (const int32_t n = node_of(b); n >= 0) append_int(out, n); else out += "null";
+      out += ',';
+      stats(s->h);
+      out += ",\"unanswered\":";
+      append_int(out, static_cast<int64_t>(broker_unans(b, *s)));
+      out += '}';
+    }
     out += "]}}\n";
     return;
   }
@@ -300,6 +339,22 @@ void LatencyTracker::write(TextBuffer& out, bool json) const {
       out.append(w_conn - (names[i].size() - 2), ' ');
       ++i;
       cells(c.h, conn_unans(id, c));
+    }
+  }
+  if (!broker_rows.empty()) {
+    // "node 2 127.0.0.12:9092", or the address alone when no answer named its node.
+    std::vector<std::string> names;
+    size_t w = 6;
+    for (const auto& [b, s] : broker_rows) {
+      names.push_back(broker_name(node_ids_, b));
+      w = std::max(w, names.back().size());
+    }
+    out += "per broker:\n";
+    header("broker", w);
+    size_t i = 0;
+    for (const auto& [b, s] : broker_rows) {
+      pad(out, names[i++], w);
+      cells(s->h, broker_unans(b, *s));
     }
   }
 }

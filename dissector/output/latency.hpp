@@ -1,5 +1,7 @@
 // Request-to-response times of a capture: per api version, per connection,
-// and the slowest exchanges, as `kwire latency` and `--latency` print them.
+// per broker (its address, and its node id when the capture's Metadata or
+// DescribeCluster answers name it), and the slowest exchanges, as `kwire
+// latency` and `--latency` print them.
 //
 // A request's time is that of the packet that completed it, a response's
 // likewise (the frames Wireshark shows the two messages in). Memory stays
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "dissector/output/text_buffer.hpp"
+#include "dissector/protocol/brokers.hpp"
 #include "dissector/protocol/session.hpp"
 
 namespace kwire {
@@ -80,6 +83,10 @@ class LatencyTracker {
     LatencyHistogram h;
     uint64_t unanswered = 0;
   };
+  struct BrokerStats {
+    LatencyHistogram h;
+    uint64_t unanswered = 0;
+  };
   void unanswered(uint32_t conn, const Pending& p);
   std::string api_name(int16_t key) const;
 
@@ -89,6 +96,8 @@ class LatencyTracker {
   std::map<std::pair<int16_t, int16_t>, ApiStats> apis_;
   std::map<uint32_t, ConnStats> conns_;
   std::vector<Slow> slowest_;  // a min-heap of the N slowest
+  std::map<std::string, BrokerStats> brokers_;  // by the address the connections went to
+  std::map<std::string, int32_t> node_ids_;     // "host:port" -> node id
 };
 
 }  // namespace kwire
