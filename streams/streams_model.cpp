@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "dissector/protocol/brokers.hpp"
 #include "dissector/protocol/codes.hpp"
 
 namespace kwire::streams {
@@ -195,6 +196,7 @@ struct StreamsModel::Pending {
   int32_t epoch = 0;
   size_t push = 0;  // index into the group's pushes
   At at;
+  std::string broker;  // where the request went
 };
 
 StreamsModel::StreamsModel(const ProgramSet& ps) : ps_(ps) {}
@@ -239,6 +241,7 @@ void StreamsModel::on_frame(const FrameContext& ctx, const Frame& f) {
   const At a = at(ctx);
   ++s_.frames;
   if (!f.program) return;
+  learn_broker_nodes(f, ps_, s_.node_ids);
   const std::string_view api = f.program->api_name;
   if (!is_heartbeat(api) && !is_describe(api) && !is_push(api) && !is_delete(api)) return;
   ++s_.streams_frames;
@@ -331,6 +334,7 @@ void StreamsModel::heartbeat_request(const FrameContext& ctx, const Frame& f, co
   p->member = mid;
   p->epoch = epoch;
   p->at = a;
+  p->broker = ctx.dst.str();
   pending_[{ctx.conn, f.correlation_id}] = std::move(p);
 }
 
@@ -346,6 +350,12 @@ void StreamsModel::heartbeat_response(const Frame& f, const Pending& p, const At
   if (interval > 0) m.heartbeat_interval_ms = interval;
   m.interval_at_last_response = m.heartbeat_interval_ms;
   const std::string err = r.error(b);
+  // Every answer but these two comes from the group's coordinator.
+  if (err != "NOT_COORDINATOR" && err != "COORDINATOR_NOT_AVAILABLE" && !p.broker.empty()) {
+    if (g.coordinators.empty() || g.coordinators.back().broker != p.broker) g.coordinators.push_back({p.broker, a, a, 0});
+    g.coordinators.back().last = a;
+    ++g.coordinators.back().answered;
+  }
   if (err != "NONE") {
     m.errors.push_back({a, "StreamsGroupHeartbeat", err, r.str(b, "ErrorMessage")});
     if (err == "FENCED_MEMBER_EPOCH" || err == "UNKNOWN_MEMBER_ID") {

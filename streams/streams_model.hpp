@@ -168,8 +168,17 @@ struct Delete {
   std::string error, message;
 };
 
+// The broker that answered a group's heartbeats as its coordinator, over a
+// span of them; a new span when another broker takes over.
+struct CoordinatorSpan {
+  std::string broker;            // "host:port" the heartbeats went to
+  At first, last;                // first and last answer in the span
+  uint64_t answered = 0;
+};
+
 struct Group {
   std::string id;
+  std::vector<CoordinatorSpan> coordinators;
   std::vector<std::string> member_order;       // first seen first
   std::unordered_map<std::string, Member> members;
   int32_t group_epoch = -1;                    // highest member/group epoch seen
@@ -200,6 +209,8 @@ struct Summary {
   uint64_t frames = 0;            // Kafka messages seen
   uint64_t streams_frames = 0;    // of the APIs this model reads
   uint64_t malformed = 0;
+  // Broker addresses -> node ids, from the capture's Metadata and DescribeCluster answers.
+  std::map<std::string, int32_t> node_ids;
 };
 
 class StreamsModel : public FrameHandler {

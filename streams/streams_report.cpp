@@ -11,6 +11,8 @@
 #include <queue>
 #include <sstream>
 
+#include "dissector/protocol/brokers.hpp"
+
 namespace kwire::streams {
 
 using nlohmann::json;
@@ -476,6 +478,10 @@ std::string text_report(const Summary& s) {
       o += fmt("  group epoch %d (as last seen), topology epoch %d, ", g.group_epoch, g.topology_epoch);
     o += fmt("%zu members, %zu rebalances, %zu task movements, %zu anomalies\n",
              g.member_order.size(), g.rebalances.size(), g.moves.size(), g.anomalies.size());
+    for (const auto& c : g.coordinators)
+      o += "  coordinator " + broker_name(s.node_ids, c.broker) +
+           fmt(" (%llu heartbeats answered, frames %llu-%llu)\n", static_cast<unsigned long long>(c.answered),
+               static_cast<unsigned long long>(c.first.frame), static_cast<unsigned long long>(c.last.frame));
     o += "\n  members\n";
     for (const auto& mid : g.member_order) {
       const Member& m = g.members.at(mid);
@@ -610,7 +616,14 @@ json json_report(const Summary& s) {
     for (const auto& d : g.deletes) deletes.push_back(with_at(d.at, {{"error", d.error}, {"errorMessage", d.message}}));
     for (const auto& a : g.anomalies)
       anomalies.push_back(with_at(a.at, {{"kind", a.kind}, {"member", a.member}, {"detail", a.detail}}));
+    json coordinators = json::array();
+    for (const auto& c : g.coordinators) {
+      auto n = s.node_ids.find(c.broker);
+      coordinators.push_back({{"broker", c.broker}, {"nodeId", n == s.node_ids.end() ? json(nullptr) : json(n->second)},
+                              {"heartbeatsAnswered", c.answered}, {"first", at_json(c.first)}, {"last", at_json(c.last)}});
+    }
     groups.push_back({{"groupId", gid},
+                      {"coordinators", coordinators},
                       {"groupEpoch", g.group_epoch},
                       {"topologyEpoch", g.topology_epoch},
                       {"members", members},
@@ -636,8 +649,12 @@ std::string html_report(const Summary& s, const std::string& title) {
     const Group& g = s.groups.at(gid);
     h += "<section class=\"group\" data-group=\"" + esc(gid) + "\">\n<h2>streams group " + esc(gid) + "</h2>\n";
     h += fmt("<div class=\"meta\">group epoch %d (last seen) &middot; topology epoch %d &middot; %zu members &middot; %zu rebalances "
-             "&middot; %zu task movements &middot; %zu anomalies</div>\n",
+             "&middot; %zu task movements &middot; %zu anomalies",
              g.group_epoch, g.topology_epoch, g.member_order.size(), g.rebalances.size(), g.moves.size(), g.anomalies.size());
+    for (const auto& c : g.coordinators)
+      h += " &middot; coordinator " + esc(broker_name(s.node_ids, c.broker)) +
+           fmt(" (frames %llu-%llu)", static_cast<unsigned long long>(c.first.frame), static_cast<unsigned long long>(c.last.frame));
+    h += "</div>\n";
     h += "<h3>Timeline</h3>\n<div class=\"legend\"><span><i style=\"background:hsl(67,65%,62%)\"></i>member epoch</span>"
          "<span><i style=\"background:#e2e8f0\"></i>joining</span><span>A/S/W: active/standby/warm-up tasks handed out</span>"
          "<span><i style=\"background:#f59e0b\"></i>status</span><span><i style=\"background:#dc2626;border-radius:5px\"></i>error</span>"

@@ -295,6 +295,31 @@ TEST(StreamsCaptures, EpochHistoriesMatchDecode) {
   }
 }
 
+// cluster.pcapng, three brokers: the group's heartbeats were answered by its
+// coordinator, node 1 at 127.0.0.11:60287, as Kafka's Admin reported it
+// (captures/MANIFEST.md); the span runs from the first to the last answered
+// heartbeat response, and the text report names it.
+TEST(StreamsCaptures, CoordinatorOfTheClusterCapturesGroup) {
+  const json& g = group_of(report("cluster.pcapng"), "stateful-app");
+  ASSERT_EQ(g["coordinators"].size(), 1u) << g["coordinators"].dump();
+  const json& c = g["coordinators"][0];
+  EXPECT_EQ(c["broker"], "127.0.0.11:60287");
+  EXPECT_EQ(c["nodeId"], 1);
+  const auto msgs = decoded("cluster.pcapng", "StreamsGroupHeartbeat");
+  std::vector<uint64_t> answered;
+  for (const auto& m : msgs) {
+    if (m["direction"] != "response" || m["src"] != "127.0.0.11:60287") continue;
+    const int err = m["body"]["errorCode"];
+    if (err != 15 && err != 16) answered.push_back(m["frame"]);
+  }
+  ASSERT_FALSE(answered.empty());
+  EXPECT_EQ(c["heartbeatsAnswered"].get<size_t>(), answered.size());
+  EXPECT_EQ(c["first"]["frame"], answered.front());
+  EXPECT_EQ(c["last"]["frame"], answered.back());
+  auto text = kwire::test::kwire_cmd("streams -r " + capture("cluster.pcapng"));
+  EXPECT_NE(text.out.find("\n  coordinator node 1 127.0.0.11:60287 ("), std::string::npos) << text.out;
+}
+
 // stateful: instance a alone gets all four tasks; b joins (a rebalance caused
 // by b's join), takes 1_1 and 2_1 from a, standby 2_0 for b and 2_1 for a; b
 // leaves (the next rebalance names it) and a takes 1_1 and 2_1 back. No
