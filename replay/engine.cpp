@@ -29,6 +29,7 @@
 #include "recorder/pcapng_writer.hpp"
 #include "replay/cluster.hpp"
 #include "replay/concurrency.hpp"
+#include "replay/routing.hpp"
 #include "wire/message_builder.hpp"
 #include "wire/wire.hpp"
 
@@ -359,8 +360,10 @@ bool same_request(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) 
 }
 
 // 0: no error code set; 1: only retriable ones; 2: some that are not.
-// `coordinator_only`: some error code is set, and every one is a
-// coordinator's (loading, not available, moved).
+// `coordinator_only`: some error code is set, and every one says a
+// coordinator is not ready yet (loading, not available). NOT_COORDINATOR is
+// not among them: on a cluster it says the request went to another broker
+// than the coordinator, which waiting does not change.
 int error_class(const ProgramSet& ps, const Frame& f, bool* coordinator_only = nullptr) {
   int c = 0;
   bool coordinator = true;
@@ -371,8 +374,8 @@ int error_class(const ProgramSet& ps, const Frame& f, bool* coordinator_only = n
     for (size_t k = 0; k < kErrorCodeCount; ++k)
       if (kErrorCodes[k].code == n.v.i) { retriable = kErrorCodes[k].retriable; break; }
     c = std::max(c, retriable ? 1 : 2);
-    // COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
-    coordinator = coordinator && (n.v.i == 14 || n.v.i == 15 || n.v.i == 16);
+    // COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE
+    coordinator = coordinator && (n.v.i == 14 || n.v.i == 15);
   }
   if (coordinator_only) *coordinator_only = c != 0 && coordinator;
   return c;
@@ -410,6 +413,14 @@ struct LiveConn {
   // Recorded without a login, replayed to a target that wants one (--sasl-*):
   // each connection logs in first with the first login given.
   const SaslLogin* login_first = nullptr;
+  // In a cluster, a session that talks to one group's or one transaction's
+  // coordinator alone (a client's coordinator connection) goes where that
+  // coordinator lives on the target, as the target's answers to the replayed
+  // FindCoordinator said by the time its first request is due.
+  int32_t target_node = -1;          // the target's node id of `target`, where known
+  int8_t coordinator_type = -1;      // CoordinatorKey; -1: not such a session
+  std::string coordinator_key;       // as sent (--rename-group applied)
+  bool routed = false;
 };
 
 class Engine {
@@ -483,6 +494,15 @@ class Engine {
   // node of the recorded node id, else --target.
   HostPort route(const Endpoint& broker) const;
   void cluster_notes();
+  bool cluster_routing() const { return target_view_learnt_ && recorded_view_.brokers().size() >= 2; }
+  int32_t target_node_at(const std::string& hostport) const {
+    for (const auto& [node, endpoint] : target_view_.brokers())
+      if (endpoint == hostport) return node;
+    return -1;
+  }
+  void classify_coordinator_session(LiveConn& c);
+  void route_to_coordinator(LiveConn& c);
+  uint32_t coordinator_sessions_ = 0, coordinator_moved_ = 0, coordinator_unknown_ = 0;
   std::map<std::string, int64_t> admin_written_;  // topic -> when an admin write of the replay naming it was answered
   std::string topic_name(std::string_view id) const { return state_.recorded_topic_name(id); }
   // A lagging read whose differences an admin write not yet visible explains: sent again (true).
@@ -702,6 +722,47 @@ bool Engine::control_setup(const HostPort& hp, const Address& a, bool primary, s
   return metadata(again);
 }
 
+void Engine::classify_coordinator_session(LiveConn& c) {
+  Frame q;
+  int8_t type = -1;
+  std::string key;
+  for (const Exchange& e : c.s->exchanges) {
+    dec_.decode_request(e.request, q);
+    if (!q.program) continue;
+    const Role role = role_of(q, ps_);
+    if (role == Role::AnyBroker) continue;
+    if (role != Role::GroupCoordinator && role != Role::TxnCoordinator) return;
+    const auto keys = coordinator_keys(q, ps_, role);
+    const int8_t t = static_cast<int8_t>(role == Role::GroupCoordinator ? CoordinatorKey::Group : CoordinatorKey::Transaction);
+    if (keys.size() != 1 || (type >= 0 && (t != type || keys[0] != key))) return;
+    type = t;
+    key = keys[0];
+  }
+  if (type < 0) return;
+  c.coordinator_type = type;
+  c.coordinator_key = (type == static_cast<int8_t>(CoordinatorKey::Group) ? o_.renames.group_prefix : std::string()) + key;
+  ++coordinator_sessions_;
+}
+
+void Engine::route_to_coordinator(LiveConn& c) {
+  c.routed = true;
+  const int32_t node = target_view_.coordinator(static_cast<CoordinatorKey>(c.coordinator_type), c.coordinator_key);
+  HostPort hp;
+  std::string error;
+  Address a;
+  if (node == ClusterView::kUnknown || !parse_host_port(target_view_.endpoint(node), hp, error) || !resolve_address(hp, a, error)) {
+    ++coordinator_unknown_;
+    return;
+  }
+  if (hp.str() == c.target) return;
+  ++coordinator_moved_;
+  c.addr = a;
+  c.target_node = node;
+  c.target = hp.str();
+  c.host = hp.host;
+  out_.sessions[c.result].target = c.target;
+}
+
 HostPort Engine::route(const Endpoint& broker) const {
   if (auto m = o_.map.find(broker.str()); m != o_.map.end()) return m->second;
   // A capture of one broker goes to --target as given (its spelling, its TLS
@@ -868,6 +929,7 @@ bool Engine::prepare(std::string& error) {
     // (a broker's own connections to its controller do not: skipped).
     if (s.skip.empty() || c.sasl) endpoints_.add(s.broker.str(), c.target);
     sr.target = c.target;
+    if (cluster_routing()) c.target_node = target_node_at(c.target);
     if (!o_.conns.empty() && !o_.conns.count(s.id)) c.filtered_session = true, sr.skip = "not chosen (--conn)";
     if (!o_.groups.empty() && !c.filtered_session) {
       // A session is chosen when one of its requests names one of the groups.
@@ -884,6 +946,7 @@ bool Engine::prepare(std::string& error) {
       if (!hit) c.filtered_session = true, sr.skip = "names none of the groups (--group)";
     }
     if (!sr.skip.empty() && !c.filtered_session) c.filtered_session = true;
+    if (cluster_routing() && !c.filtered_session && !o_.map.count(s.broker.str())) classify_coordinator_session(c);
     out_.sessions.push_back(sr);
     for (uint32_t i = 0; i < s.exchanges.size(); ++i) {
       const Exchange& e = s.exchanges[i];
@@ -1019,7 +1082,8 @@ bool Engine::prepare_request(LiveConn& c, const Exchange& e, uint32_t idx, std::
   const int32_t corr = ++c.corr;
   const MessageProgram* m = ps_.find(e.api_key, e.api_version, Direction::Request);
   const bool login = c.sasl && m && m->api_name == "SaslAuthenticate";
-  if (e.malformed || !m || (!login && !o_.on_request && (!state_.substituting() || !state_.may_rewrite(*m)))) {
+  const bool node_id = e.api_key == 18 && e.api_version >= 5 && c.target_node >= 0;  // see below
+  if (e.malformed || !m || (!login && !node_id && !o_.on_request && (!state_.substituting() || !state_.may_rewrite(*m)))) {
     // Nothing in it can change (or it does not decode as recorded): sent as
     // it was, with the new correlation id.
     bytes = e.request;
@@ -1050,6 +1114,14 @@ bool Engine::prepare_request(LiveConn& c, const Exchange& e, uint32_t idx, std::
       return false;
     }
     if (skip) return true;
+  }
+  if (e.api_key == 18 && c.target_node >= 0 && edited.body) {
+    // ApiVersions v5+ names the node the client meant (KIP-1102's
+    // REBOOTSTRAP_REQUIRED answers a mismatch): the target's node it goes to.
+    if (const Node* id = find_field(edited, ps_, edited.body, "NodeId"); id && id->v.i >= 0 && id->v.i != c.target_node) {
+      edited.nodes[static_cast<uint32_t>(id - edited.nodes.data())].v.i = c.target_node;
+      ++r.substitutions;
+    }
   }
   for (uint32_t i = 1; i < edited.nodes.size() && i < edited.nodes[0].end; ++i)
     if (ps_.field(edited.nodes[i].desc).name == "CorrelationId") edited.nodes[i].v.i = corr;
@@ -1098,6 +1170,10 @@ void Engine::pump(LiveConn& c, int64_t now, int64_t& wake) {
                  : "the target supports v" + std::to_string(it->second.first) + "-v" + std::to_string(it->second.second));
       ++c.next;
       continue;
+    }
+    if (c.st == LiveConn::St::Idle && c.coordinator_type >= 0 && !c.routed) {
+      if (e.after > prefix_) return;  // the answers before it say where its coordinator is
+      route_to_coordinator(c);
     }
     if (c.st == LiveConn::St::Idle) { start_connect(c, now); return; }
     if (c.st == LiveConn::St::Backoff) {
@@ -1268,6 +1344,13 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
   state_.translate_response(recorded_resp_, recorded_req_, c.s->id);
   if ((r.api_name == "Metadata" || r.api_name == "DescribeCluster") && live_.ok())
     learn_node_endpoints(ps_, recorded_resp_, live_, endpoints_);
+  if (cluster_routing() && live_.ok() &&
+      (r.api_name == "FindCoordinator" || r.api_name == "Metadata" || r.api_name == "DescribeCluster")) {
+    // What the target says of itself, as its clients learn it.
+    Frame sent;
+    dec_.decode_request(f.bytes, sent);
+    target_view_.learn(sent, live_, ps_);
+  }
   if (is_admin_write(r.api_name) && live_.ok()) {
     // Writes older than kAdminWriteVisibleUs explain nothing any more.
     std::erase_if(admin_written_, [&](const auto& w) { return now - w.second >= kAdminWriteVisibleUs; });
@@ -1559,6 +1642,12 @@ bool Engine::run(std::string& error) {
                          " reads after an admin write were sent again until they converged: " +
                          std::to_string(out_.reads_converged) + " converged, " + std::to_string(out_.reads_not_converged) +
                          " did not (compared as they were)");
+  if (coordinator_sessions_)
+    out_.notes.push_back(std::to_string(coordinator_sessions_) +
+                         " coordinator connections (one group's or transaction's requests alone) went to the target's "
+                         "coordinator of their key: " + std::to_string(coordinator_moved_) + " to another node than their "
+                         "recorded node id's, " + std::to_string(coordinator_unknown_) +
+                         " to their recorded node's (the target had not named the coordinator yet)");
   if (state_.learned())
     out_.notes.push_back("learned " + std::to_string(state_.learned()) + " values from the target's responses, " +
                          std::to_string(state_.differing()) + " of them (topic ids included) differing from the capture's");
