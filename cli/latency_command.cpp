@@ -36,7 +36,7 @@ Command latency_table(LatencyArgs& a) {
       "A message's time is that of the packet that completed it."};
   c.options = capture_file_options(a.file, a.session, a.capture);
   c.options.push_back(value({"-T"}, "text|json",
-                            "output format; json: {\"latency\":{\"apis\":[..],\"slowest\":[..],\"connections\":[..],\"brokers\":[..]}}",
+                            "output format; json: one {\"latency\":{..}} object with the arrays apis, slowest, connections and brokers",
                             [&a](const std::string& v, std::string&) { a.out.json = v == "json"; return true; }));
   c.options.push_back(api_option(a.ps, a.out.apis, "only these APIs (names in any case)"));
   c.options.push_back(display_filter_option(
