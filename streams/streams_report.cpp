@@ -618,8 +618,8 @@ json json_report(const Summary& s) {
       anomalies.push_back(with_at(a.at, {{"kind", a.kind}, {"member", a.member}, {"detail", a.detail}}));
     json coordinators = json::array();
     for (const auto& c : g.coordinators) {
-      auto n = s.node_ids.find(c.broker);
-      coordinators.push_back({{"broker", c.broker}, {"nodeId", n == s.node_ids.end() ? json(nullptr) : json(n->second)},
+      const int32_t n = broker_node(s.node_ids, c.broker);
+      coordinators.push_back({{"broker", c.broker}, {"nodeId", n < 0 ? json(nullptr) : json(n)},
                               {"heartbeatsAnswered", c.answered}, {"first", at_json(c.first)}, {"last", at_json(c.last)}});
     }
     groups.push_back({{"groupId", gid},

@@ -155,10 +155,7 @@ void LatencyTracker::write(TextBuffer& out, bool json) const {
     ++waiting_conn[static_cast<uint32_t>(key >> 32)];
     if (auto c = conns_.find(static_cast<uint32_t>(key >> 32)); c != conns_.end()) ++waiting_broker[c->second.server];
   }
-  auto node_of = [&](const std::string& b) {
-    auto n = node_ids_.find(b);
-    return n == node_ids_.end() ? -1 : n->second;
-  };
+  auto node_of = [&](const std::string& b) { return broker_node(node_ids_, b); };
   // Brokers by node id, then the addresses no answer named, by address.
   std::map<std::string, const BrokerStats*> by_address;
   static const BrokerStats kNoBroker;

@@ -19,9 +19,14 @@ void learn_broker_nodes(const Frame& f, const ProgramSet& ps, std::map<std::stri
   }
 }
 
-std::string broker_name(const std::map<std::string, int32_t>& nodes, const std::string& address) {
+int32_t broker_node(const std::map<std::string, int32_t>& nodes, const std::string& address) {
   auto n = nodes.find(address);
-  return n == nodes.end() ? address : "node " + std::to_string(n->second) + " " + address;
+  return n == nodes.end() ? -1 : n->second;
+}
+
+std::string broker_name(const std::map<std::string, int32_t>& nodes, const std::string& address) {
+  const int32_t n = broker_node(nodes, address);
+  return n < 0 ? address : "node " + std::to_string(n) + " " + address;
 }
 
 }  // namespace kwire

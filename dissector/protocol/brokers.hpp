@@ -19,6 +19,8 @@ namespace kwire {
 // (EndpointType 2) and other frames add nothing.
 void learn_broker_nodes(const Frame& f, const ProgramSet& ps, std::map<std::string, int32_t>& nodes);
 
+// The node id of an address, or -1 when no answer named it.
+int32_t broker_node(const std::map<std::string, int32_t>& nodes, const std::string& address);
 // "node 2 127.0.0.12:9092", or the address alone when no answer named it.
 std::string broker_name(const std::map<std::string, int32_t>& nodes, const std::string& address);
 
