@@ -213,6 +213,22 @@ std::map<uint16_t, uint16_t> EndpointMap::ports() const {
   return out;
 }
 
+std::map<std::string, std::string> EndpointMap::hosts() const {
+  std::map<std::string, std::string> out;
+  std::set<std::string> ambiguous;
+  for (const auto& [from, to] : addresses) {
+    std::string h1, h2;
+    int p1 = -1, p2 = -1;
+    if (!split_address(from, h1, p1) || !split_address(to, h2, p2) || ambiguous.count(h1)) continue;
+    auto [it, added] = out.emplace(h1, h2);
+    if (!added && it->second != h2) {
+      out.erase(it);
+      ambiguous.insert(h1);
+    }
+  }
+  return out;
+}
+
 namespace {
 void map_item(EndpointItem& e, const EndpointMap& map, const std::map<uint16_t, uint16_t>& ports) {
   if (e.port < 0) return;
@@ -224,6 +240,8 @@ void map_item(EndpointItem& e, const EndpointMap& map, const std::map<uint16_t, 
     e.port = p;
   } else if (auto it = ports.find(static_cast<uint16_t>(e.port)); it != ports.end()) {
     e.port = it->second;
+    const auto hosts = map.hosts();
+    if (auto h = hosts.find(e.host); h != hosts.end()) e.host = h->second;
   }
 }
 }  // namespace

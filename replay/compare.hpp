@@ -111,8 +111,12 @@ const std::vector<HostConfig>& host_configs();
 struct EndpointMap {
   std::map<std::string, std::string> addresses;   // recorded "host:port" -> live "host:port"
   void add(const std::string& recorded, const std::string& live) { addresses[recorded] = live; }
-  // Recorded port -> live port, when the recorded port is one recorded broker's only.
+  // Recorded port -> live port, when the recorded port is one recorded broker's only
+  // (or all the recorded brokers on it map to one live port: a cluster on one port).
   std::map<uint16_t, uint16_t> ports() const;
+  // Recorded host -> live host, when every address of the recorded host maps
+  // to that one host: a broker's other listeners (its controller's) moved with it.
+  std::map<std::string, std::string> hosts() const;
 };
 // One item of a listener list: "NAME://HOST:PORT", "ID@HOST:PORT" or "HOST:PORT".
 struct EndpointItem {
@@ -122,7 +126,8 @@ struct EndpointItem {
 };
 std::vector<EndpointItem> parse_endpoints(std::string_view value);
 // `value` with each endpoint's recorded address replaced by the target's:
-// exact HOST:PORT first, then `ports` (port alone, host kept). Endpoints that
+// exact HOST:PORT first, then `ports` (the port; the host by hosts(), else
+// kept as written). Endpoints that
 // map to nothing are left as they are, so they differ from the target's.
 std::string map_endpoints(std::string_view value, const EndpointMap& map, const std::map<uint16_t, uint16_t>& ports);
 // Whether a recorded endpoint list stands for the live one: the same number

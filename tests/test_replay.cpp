@@ -1382,6 +1382,27 @@ TEST(ReplayEndpoints, RecordedAddressesMapToTheTargetsExactlyOrByPort) {
   two.add("10.0.0.1:9092", "127.0.0.1:1001");
   two.add("10.0.0.2:9092", "127.0.0.1:1002");
   EXPECT_TRUE(two.ports().empty());
+  // A cluster on one port (captures/cluster.pcapng: 127.0.0.11-13, client port 60287,
+  // controller port 37365) into one on other addresses: the controller listener moves
+  // with its broker's host, its port by the listener's name.
+  replay::EndpointMap cluster;
+  for (int n = 1; n <= 3; ++n) cluster.add("127.0.0.1" + std::to_string(n) + ":60287", "127.0.0.2" + std::to_string(n) + ":37047");
+  auto cp = cluster.ports();
+  EXPECT_EQ(cp, (std::map<uint16_t, uint16_t>{{60287, 37047}}));
+  EXPECT_EQ(cluster.hosts().at("127.0.0.12"), "127.0.0.22");
+  replay::listener_ports({{"listeners", "PLAINTEXT://127.0.0.11:60287,CONTROLLER://127.0.0.11:37365"}},
+                         {{"listeners", "PLAINTEXT://127.0.0.21:37047,CONTROLLER://127.0.0.21:39825"}}, cp);
+  EXPECT_EQ(replay::map_endpoints("127.0.0.11:37365,127.0.0.12:37365,127.0.0.13:37365", cluster, cp),
+            "127.0.0.21:39825,127.0.0.22:39825,127.0.0.23:39825");
+  EXPECT_TRUE(replay::endpoints_match("PLAINTEXT://127.0.0.11:60287,CONTROLLER://127.0.0.11:37365",
+                                      "PLAINTEXT://127.0.0.21:37047,CONTROLLER://127.0.0.21:39825", cluster, cp));
+  EXPECT_FALSE(replay::endpoints_match("PLAINTEXT://127.0.0.11:60287,CONTROLLER://127.0.0.11:37365",
+                                       "PLAINTEXT://127.0.0.21:37047,CONTROLLER://127.0.0.22:39825", cluster, cp));
+  // A recorded host whose addresses went to two live hosts maps no host.
+  replay::EndpointMap split;
+  split.add("10.0.0.1:9092", "127.0.0.1:1001");
+  split.add("10.0.0.1:9093", "127.0.0.2:1001");
+  EXPECT_TRUE(split.hosts().empty());
 
   // Listeners no connection of the capture reached (the controller's): by name, from the
   // listeners of both answers; the one the sessions went to keeps its mapping.
