@@ -1,5 +1,7 @@
 #include "replay/cluster.hpp"
 
+#include <algorithm>
+
 #include "replay/routing.hpp"
 #include "wire/wire.hpp"
 
@@ -157,6 +159,38 @@ void ClusterView::forget_leader(std::string_view topic, int32_t partition) {
 
 void ClusterView::forget_coordinator(CoordinatorKey type, std::string_view key) {
   coordinators_.erase({static_cast<int8_t>(type), std::string(key)});
+}
+
+Placement place(const Frame& request, const ProgramSet& ps, const ClusterView& view,
+                const std::function<std::string(std::string_view)>& topic_of_id, std::string_view topic_prefix,
+                std::string_view group_prefix) {
+  Placement out;
+  if (!request.program || !request.body) return out;
+  out.role = role_of(request, ps);
+  std::vector<int32_t> seen;
+  auto found = [&](int32_t node, const std::string& what) {
+    if (node == ClusterView::kUnknown) {
+      if (out.unknown.empty()) out.unknown = what;
+    } else if (std::find(seen.begin(), seen.end(), node) == seen.end()) {
+      seen.push_back(node);
+    }
+  };
+  if (out.role == Role::PartitionLeader) {
+    for (const PartitionRef& p : partitions_of(request, ps)) {
+      const std::string name = p.by_id ? topic_of_id(p.topic) : p.topic;
+      found(name.empty() ? ClusterView::kUnknown : view.leader(std::string(topic_prefix) + name, p.partition),
+            (name.empty() ? p.topic : name) + "-" + std::to_string(p.partition));
+    }
+  } else if (out.role == Role::GroupCoordinator || out.role == Role::TxnCoordinator) {
+    const bool group = out.role == Role::GroupCoordinator;
+    for (const std::string& key : coordinator_keys(request, ps, out.role))
+      found(view.coordinator(group ? CoordinatorKey::Group : CoordinatorKey::Transaction,
+                             (group ? std::string(group_prefix) : std::string()) + key),
+            key);
+  }
+  out.nodes = static_cast<uint32_t>(seen.size());
+  if (!seen.empty()) out.node = seen.front();
+  return out;
 }
 
 }  // namespace kwire::replay

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -14,6 +15,7 @@
 
 #include "dissector/protocol/frame.hpp"
 #include "dissector/protocol/program.hpp"
+#include "replay/routing.hpp"
 
 namespace kwire::replay {
 
@@ -56,5 +58,20 @@ class ClusterView {
   std::map<std::pair<int8_t, std::string>, int32_t> coordinators_;
   int32_t controller_ = kUnknown;
 };
+
+// Where a recorded request goes on a cluster: the node where its role lives.
+struct Placement {
+  Role role = Role::AnyBroker;
+  int32_t node = ClusterView::kUnknown;  // unknown: the role has no node (any broker) or none is known yet
+  // How many distinct nodes the request's partitions (or keys) live on:
+  // several, and the request would have to be split; `node` is the first's.
+  uint32_t nodes = 0;
+  std::string unknown;                   // the first partition or key whose node is not known: "orders-3"
+};
+// `topic_of_id` names a recorded topic id (Kafka's text form); the prefixes
+// are --rename-topic's and --rename-group's, applied as the request is sent.
+Placement place(const Frame& request, const ProgramSet& ps, const ClusterView& view,
+                const std::function<std::string(std::string_view)>& topic_of_id, std::string_view topic_prefix,
+                std::string_view group_prefix);
 
 }  // namespace kwire::replay

@@ -344,6 +344,7 @@ struct InFlight {
   int converge = 0;                  // re-sent as a read that lags an admin write of the replay
   uint32_t charged = 0;              // retries charged to the session's budget
   int64_t charged_us = 0;            // and their cost
+  bool expects = true;               // an answer is awaited (not Produce with acks=0)
 };
 
 // A request the target answered with a retriable error where the capture
@@ -421,7 +422,18 @@ struct LiveConn {
   int8_t coordinator_type = -1;      // CoordinatorKey; -1: not such a session
   std::string coordinator_key;       // as sent (--rename-group applied)
   bool routed = false;
+  // Request by request in a cluster: a request whose role (a partition's
+  // leader, a group's coordinator) lives on another target node than the
+  // session's goes over a link of the session's own to that node. A side link
+  // shares the session (s, results, settled, the retry budget) with its owner
+  // and sends only what it is handed.
+  LiveConn* owner = nullptr;         // a side link: the session's own connection
+  std::map<int32_t, LiveConn*> sides;  // the session's own connection: node -> its side link
+  std::deque<InFlight> handed;       // to be sent once the link is up
+  std::map<int16_t, int32_t> last_node;  // api key -> node its last request went to
 };
+
+LiveConn& session(LiveConn& c) { return c.owner ? *c.owner : c; }
 
 class Engine {
  public:
@@ -467,7 +479,7 @@ class Engine {
   FrameDecoder dec_;
   FrameEncoder enc_;
   ReplayState state_;
-  std::vector<LiveConn> conns_;
+  std::deque<LiveConn> conns_;       // a deque: side links are added as the run goes, references stay
   std::vector<bool> resolved_;
   uint64_t prefix_ = 0;              // responses 0..prefix_-1 are all resolved
   TargetInfo target_;
@@ -501,6 +513,31 @@ class Engine {
     return -1;
   }
   void classify_coordinator_session(LiveConn& c);
+  // ListGroups lists the groups the asked broker coordinates: a group one
+  // answer lists and the other does not is not a regression when the other
+  // side's coordinator of it is another node. Marks such differences ignored.
+  void groups_elsewhere(const LiveConn& c, std::vector<Difference>& diffs);
+  // Per-request routing: the target has several brokers (the capture may have one).
+  bool request_routing() const { return target_view_learnt_ && target_view_.brokers().size() >= 2; }
+  // The link of session `c` that request `idx` goes over: its own, or a side
+  // link to the target node where the request's role lives.
+  LiveConn& link_for(LiveConn& c, uint32_t idx, bool first);
+  // Puts a prepared request on `link`'s wire: now if it is up, else once it is.
+  void transmit(LiveConn& link, InFlight f, int64_t now);
+  size_t in_flight(const LiveConn& c) const;
+  void revive(LiveConn& link) { if (link.st == LiveConn::St::Done) link.st = LiveConn::St::Idle; }
+  // What the target answered of a partition's leader or a coordinator moved:
+  // kwire asks the target (its own Metadata or FindCoordinator, not compared).
+  void refresh_view(const Frame& live, const Exchange& e, int64_t now);
+  bool ask_target(const std::vector<uint8_t>& request, int16_t api, int16_t version, Frame& answer,
+                  std::vector<uint8_t>& bytes);
+  std::unique_ptr<Control> control_;   // kwire's own connection to --target
+  Address control_addr_;
+  int64_t last_refresh_us_ = 0;
+  Frame placing_;
+  std::map<Role, uint32_t> routed_;          // requests sent to another node than their session's, by role
+  std::vector<uint64_t> split_frames_;       // requests whose partitions (or keys) live on several nodes
+  uint32_t refreshes_ = 0;
   void route_to_coordinator(LiveConn& c);
   uint32_t coordinator_sessions_ = 0, coordinator_moved_ = 0, coordinator_unknown_ = 0;
   std::map<std::string, int64_t> admin_written_;  // topic -> when an admin write of the replay naming it was answered
@@ -534,7 +571,8 @@ void Engine::resolve(uint64_t seq) {
   while (prefix_ < resolved_.size() && resolved_[prefix_]) ++prefix_;
 }
 
-void Engine::finish(LiveConn& c, uint32_t idx, Outcome o, std::string note) {
+void Engine::finish(LiveConn& link, uint32_t idx, Outcome o, std::string note) {
+  LiveConn& c = session(link);
   ExchangeResult& r = out_.exchanges[c.results[idx]];
   r.outcome = o;
   if (!note.empty()) r.note = std::move(note);
@@ -605,7 +643,10 @@ bool Engine::control_login(Control& ctl, const std::string& target, const SaslLo
 }
 
 bool Engine::control_setup(const HostPort& hp, const Address& a, bool primary, std::string& error) {
-  Control ctl;
+  // --target's stays open: kwire asks it again where a leader or coordinator moved.
+  Control local;
+  Control& ctl = primary ? *(control_ = std::make_unique<Control>()) : local;
+  if (primary) control_addr_ = a;
   if (!ctl.connect_to(a, hp.host, tls_.get(), 5, error)) { error = "cannot connect to target " + hp.str() + ": " + error; return false; }
   if (tls_)
     out_.notes.push_back("TLS to " + hp.str() + ": " + ctl.link().describe() +
@@ -817,7 +858,7 @@ bool Engine::prepare(std::string& error) {
     Frame q, r;
     for (const Exchange* e : order) {
       const MessageProgram* m = ps_.find(e->api_key, e->api_version, Direction::Response);
-      if (!m || (m->api_name != "Metadata" && m->api_name != "DescribeCluster")) continue;
+      if (!m || (m->api_name != "Metadata" && m->api_name != "DescribeCluster" && m->api_name != "FindCoordinator")) continue;
       dec_.decode_request(e->request, q);
       dec_.decode_response(e->response, e->api_key, e->api_version, r);
       recorded_view_.learn(q, r, ps_);
@@ -891,7 +932,6 @@ bool Engine::prepare(std::string& error) {
   int64_t first = INT64_MAX, last = 0;
   std::map<std::string, int> sasl_skipped;   // sessions not replayed for want of credentials, by mechanism
   int logins_added = 0;                      // sessions recorded without a login that log in first
-  conns_.reserve(rec_.sessions.size());
   for (const auto& s : rec_.sessions) {
     SessionResult sr;
     sr.id = s.id;
@@ -929,7 +969,7 @@ bool Engine::prepare(std::string& error) {
     // (a broker's own connections to its controller do not: skipped).
     if (s.skip.empty() || c.sasl) endpoints_.add(s.broker.str(), c.target);
     sr.target = c.target;
-    if (cluster_routing()) c.target_node = target_node_at(c.target);
+    if (request_routing()) c.target_node = target_node_at(c.target);
     if (!o_.conns.empty() && !o_.conns.count(s.id)) c.filtered_session = true, sr.skip = "not chosen (--conn)";
     if (!o_.groups.empty() && !c.filtered_session) {
       // A session is chosen when one of its requests names one of the groups.
@@ -1070,7 +1110,7 @@ void Engine::drop(LiveConn& c, int64_t now, const std::string& why) {
   c.inflight.clear();
   for (const Retry& r : c.retries) finish(c, r.f.exchange, Outcome::Unanswered, why + " (while retrying)");
   c.retries.clear();
-  if (c.next >= c.s->exchanges.size()) { c.st = LiveConn::St::Done; return; }
+  if (c.next >= c.s->exchanges.size() && c.handed.empty()) { c.st = LiveConn::St::Done; return; }
   ++out_.sessions[c.result].reconnects;
   c.st = LiveConn::St::Backoff;
   if (c.down_since_us < 0) c.down_since_us = now;
@@ -1137,19 +1177,50 @@ bool Engine::prepare_request(LiveConn& c, const Exchange& e, uint32_t idx, std::
 
 void Engine::pump(LiveConn& c, int64_t now, int64_t& wake) {
   const auto& ex = c.s->exchanges;
-  if (c.st == LiveConn::St::Up)
+  LiveConn& owner = session(c);
+  if ((c.owner || c.next >= ex.size()) && c.st != LiveConn::St::Up && (!c.handed.empty() || !c.retries.empty())) {
+    // A link with requests handed to it (a side link, or the session's own
+    // after its last request) connects for them.
+    if (c.st == LiveConn::St::Done || c.st == LiveConn::St::Idle) {
+      start_connect(c, now);
+    } else if (c.st == LiveConn::St::Backoff) {
+      if (now - c.down_since_us > static_cast<int64_t>(o_.reconnect_s * 1e6)) {
+        out_.target_lost = true;
+        for (const InFlight& f : c.handed) finish(c, f.exchange, Outcome::Unanswered, "not sent: the target " + c.target + " stayed unreachable");
+        for (const Retry& r : c.retries) finish(c, r.f.exchange, Outcome::Unanswered, "not sent again: the target " + c.target + " stayed unreachable");
+        c.handed.clear();
+        c.retries.clear();
+        c.st = LiveConn::St::Done;
+        return;
+      }
+      if (now >= c.wake_us) start_connect(c, now);
+      else wake = std::min(wake, c.wake_us);
+    }
+  }
+  if (c.st == LiveConn::St::Up) {
+    while (!c.handed.empty()) {
+      InFlight f = std::move(c.handed.front());
+      c.handed.pop_front();
+      transmit(c, std::move(f), now);
+    }
     while (!c.retries.empty() && c.retries.front().due_us <= now) {
       Retry r = std::move(c.retries.front());
       c.retries.pop_front();
-      r.f.corr = ++c.corr;
-      wire::store_be32(r.f.bytes.data() + 8, static_cast<uint32_t>(r.f.corr));
-      r.f.sent_us = now;
-      r.f.deadline_us = now + static_cast<int64_t>(o_.timeout_s * 1e6);
-      c.out.insert(c.out.end(), r.f.bytes.begin(), r.f.bytes.end());
-      if (traffic_.active()) traffic_.data(c.flow, true, r.f.bytes);
-      c.inflight.push_back(std::move(r.f));
+      r.f.deadline_us = r.f.sent_us + static_cast<int64_t>(o_.timeout_s * 1e6);
+      // Sent where the request's role lives now: a leader or coordinator the
+      // target named since (a KIP-951 hint, kwire's own Metadata) is taken.
+      LiveConn& link = request_routing() && !o_.map.count(c.s->broker.str()) ? link_for(owner, r.f.exchange, false) : c;
+      transmit(link, std::move(r.f), now);
     }
+  }
   if (!c.retries.empty()) wake = std::min(wake, c.retries.front().due_us);
+  if (c.owner) {
+    if (owner.next >= ex.size() && c.inflight.empty() && c.handed.empty() && c.retries.empty() && c.st != LiveConn::St::Done) {
+      close_link(c);
+      c.st = LiveConn::St::Done;
+    }
+    return;
+  }
   while (c.next < ex.size()) {
     const uint32_t idx = c.next;
     const Exchange& e = ex[idx];
@@ -1184,6 +1255,8 @@ void Engine::pump(LiveConn& c, int64_t now, int64_t& wake) {
           if (wanted(c, ex[i])) finish(c, i, Outcome::Unanswered, "not sent: the target " + c.target + " stayed unreachable");
           else resolve(ex[i].response_seq);
         c.next = static_cast<uint32_t>(ex.size());
+        for (const InFlight& f : c.handed) finish(c, f.exchange, Outcome::Unanswered, "not sent: the target " + c.target + " stayed unreachable");
+        c.handed.clear();
         c.st = LiveConn::St::Done;
         return;
       }
@@ -1193,7 +1266,7 @@ void Engine::pump(LiveConn& c, int64_t now, int64_t& wake) {
     }
     if (c.st != LiveConn::St::Up) return;
     if (e.after > prefix_) return;  // an earlier response of the capture is still awaited
-    if (c.inflight.size() + 1 > std::max<uint32_t>(e.depth, 1)) return;
+    if (in_flight(c) + 1 > std::max<uint32_t>(e.depth, 1)) return;
     if (o_.timing == ReplayOptions::Timing::Recorded) {
       int64_t due = start_us_ + static_cast<int64_t>((e.request_us - t0_recorded_us_) / o_.speed);
       if (now < due) { wake = std::min(wake, due); return; }
@@ -1209,8 +1282,6 @@ void Engine::pump(LiveConn& c, int64_t now, int64_t& wake) {
       finish(c, idx, Outcome::Skipped, {});
       continue;
     }
-    c.out.insert(c.out.end(), bytes.begin(), bytes.end());
-    if (traffic_.active()) traffic_.data(c.flow, true, bytes);
     out_.exchanges[c.results[idx]].live_sent_us = now - start_us_;
     if (o_.timing == ReplayOptions::Timing::Recorded && c.last_sent_us >= 0) {
       double replayed = (now - c.last_sent_us) / 1000.0;
@@ -1219,23 +1290,161 @@ void Engine::pump(LiveConn& c, int64_t now, int64_t& wake) {
     }
     c.last_sent_us = now;
     c.last_recorded_us = e.request_us;
-    if (!e.expects_response || e.response.empty()) {
-      // Nothing to compare: no response expected (acks=0), or none in the capture.
-      if (e.expects_response) {
-        InFlight f{idx, c.corr, now, now + static_cast<int64_t>(o_.timeout_s * 1e6), std::move(bytes), 1, now};
-        c.inflight.push_back(std::move(f));
-      } else {
-        finish(c, idx, Outcome::NotExpected, "no response expected (acks=0)");
-      }
-      continue;
-    }
-    int64_t timeout = std::max<int64_t>(static_cast<int64_t>(o_.timeout_s * 1e6),
-                                        2 * (e.response_us - e.request_us) + 1000000);
-    c.inflight.push_back({idx, c.corr, now, now + timeout, std::move(bytes), 1, now});
+    // No response expected (acks=0), or none in the capture: the answer, if
+    // any, is not compared.
+    const int64_t timeout = !e.expects_response || e.response.empty()
+                                ? static_cast<int64_t>(o_.timeout_s * 1e6)
+                                : std::max<int64_t>(static_cast<int64_t>(o_.timeout_s * 1e6), 2 * (e.response_us - e.request_us) + 1000000);
+    InFlight f{idx, c.corr, now, now + timeout, std::move(bytes), 1, now};
+    f.expects = e.expects_response;
+    transmit(request_routing() && !o_.map.count(c.s->broker.str()) ? link_for(c, idx, true) : c, std::move(f), now);
   }
-  if (c.next >= ex.size() && c.inflight.empty() && c.retries.empty() && c.st != LiveConn::St::Done) {
+  if (c.next >= ex.size() && c.inflight.empty() && c.retries.empty() && c.handed.empty() && c.st != LiveConn::St::Done) {
     close_link(c);
     c.st = LiveConn::St::Done;
+  }
+}
+
+size_t Engine::in_flight(const LiveConn& c) const {
+  size_t n = c.inflight.size() + c.handed.size();
+  for (const auto& [node, side] : c.sides) n += side->inflight.size() + side->handed.size();
+  return n;
+}
+
+void Engine::transmit(LiveConn& link, InFlight f, int64_t now) {
+  link.handed.push_back(std::move(f));
+  if (link.st != LiveConn::St::Up) {
+    revive(link);
+    return;
+  }
+  // In the order handed: what waited for the link goes first.
+  while (!link.handed.empty()) {
+    InFlight g = std::move(link.handed.front());
+    link.handed.pop_front();
+    g.corr = ++link.corr;
+    if (g.bytes.size() >= 12) wire::store_be32(g.bytes.data() + 8, static_cast<uint32_t>(g.corr));
+    g.deadline_us = now + (g.deadline_us - g.sent_us);
+    g.sent_us = now;
+    link.out.insert(link.out.end(), g.bytes.begin(), g.bytes.end());
+    if (traffic_.active()) traffic_.data(link.flow, true, g.bytes);
+    if (g.expects) link.inflight.push_back(std::move(g));
+    else finish(link, g.exchange, Outcome::NotExpected, "no response expected (acks=0)");
+  }
+}
+
+LiveConn& Engine::link_for(LiveConn& c, uint32_t idx, bool first) {
+  const Exchange& e = c.s->exchanges[idx];
+  const MessageProgram* m = ps_.find(e.api_key, e.api_version, Direction::Request);
+  if (!m || e.malformed) return c;
+  const Role role = role_of(*m);
+  if (role != Role::PartitionLeader && role != Role::GroupCoordinator && role != Role::TxnCoordinator) return c;
+  dec_.decode_request(e.request, placing_);
+  if (!placing_.ok()) return c;
+  const Placement p = place(placing_, ps_, target_view_, [this](std::string_view id) { return state_.recorded_topic_name_of_text(id); },
+                            o_.renames.topic_prefix, o_.renames.group_prefix);
+  int32_t node = p.node;
+  // A fetch session lives on the broker it began on: an incremental fetch,
+  // and a request that names nothing placed, go where the api's last went.
+  auto last = c.last_node.find(e.api_key);
+  if (last != c.last_node.end()) {
+    const Node* epoch = e.api_key == 1 ? find_field(placing_, ps_, placing_.body, "SessionEpoch") : nullptr;
+    if (node == ClusterView::kUnknown || (epoch && epoch->v.i > 0)) node = last->second;
+  }
+  if (p.nodes > 1 && first) split_frames_.push_back(e.frame);
+  if (node == ClusterView::kUnknown) return c;
+  c.last_node[e.api_key] = node;
+  if (node == c.target_node) return c;
+  auto it = c.sides.find(node);
+  LiveConn* link = it != c.sides.end() ? it->second : nullptr;
+  if (!link) {
+    HostPort hp;
+    Address a;
+    std::string error;
+    if (!parse_host_port(target_view_.endpoint(node), hp, error) || hp.str() == c.target || !resolve_address(hp, a, error))
+      return c;
+    LiveConn& side = conns_.emplace_back();
+    side.owner = &c;
+    side.s = c.s;
+    side.result = c.result;
+    side.addr = a;
+    side.target = hp.str();
+    side.host = hp.host;
+    side.target_node = node;
+    side.next = static_cast<uint32_t>(c.s->exchanges.size());
+    // A link of a session that logs in logs in too (kwire's own login, not compared).
+    side.login_first = c.sasl ? &c.sasl->login() : c.login_first;
+    c.sides[node] = link = &side;
+  }
+  if (first) ++routed_[p.role];
+  return *link;
+}
+
+bool Engine::ask_target(const std::vector<uint8_t>& request, int16_t api, int16_t version, Frame& answer,
+                        std::vector<uint8_t>& bytes) {
+  std::string error;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (!control_) {
+      control_ = std::make_unique<Control>();
+      if (!control_->connect_to(control_addr_, o_.target.host, tls_.get(), 5, error) ||
+          (!o_.sasl.empty() && !control_login(*control_, o_.target.str(), o_.sasl.front(), false, error))) {
+        control_.reset();
+        return false;
+      }
+    }
+    if (control_->exchange(request, bytes, 5, error)) {
+      dec_.decode_response(bytes, api, version, answer);
+      return answer.ok();
+    }
+    control_.reset();  // closed by the target (idle): once more on a new connection
+  }
+  return false;
+}
+
+void Engine::refresh_view(const Frame& live, const Exchange& e, int64_t now) {
+  constexpr int64_t kNotLeaderOrFollower = 6, kNotCoordinator = 16;
+  bool leader = false, coordinator = false;
+  for (uint32_t i = live.body; live.body && i < live.nodes.size(); ++i) {
+    const Node& n = live.nodes[i];
+    if (n.desc == kDescUnknownTag || !is_integer(n.type) || !is_error_code_field(ps_.field(n.desc))) continue;
+    leader |= n.v.i == kNotLeaderOrFollower;
+    coordinator |= n.v.i == kNotCoordinator;
+  }
+  if (!leader && !coordinator) return;
+  // At most one question per 100 ms: a burst of such answers is one move.
+  if (now - last_refresh_us_ < 100000) return;
+  last_refresh_us_ = now;
+  std::vector<uint8_t> bytes;
+  Frame answer, q;
+  if (leader) {
+    wire::MessageBuilder b;
+    request_header(b, 3, 12, 90, true);
+    b.cnull().boolean(false).boolean(false).tags0();
+    const auto request = b.message();
+    if (ask_target(request, 3, 12, answer, bytes)) {
+      dec_.decode_request(request, q);
+      target_view_.learn(q, answer, ps_);
+      state_.learn_topics(answer, true);
+      ++refreshes_;
+    }
+  }
+  if (coordinator) {
+    dec_.decode_request(e.request, placing_);
+    const Role role = placing_.ok() ? role_of(placing_, ps_) : Role::AnyBroker;
+    if (role != Role::GroupCoordinator && role != Role::TxnCoordinator) return;
+    const bool group = role == Role::GroupCoordinator;
+    const auto keys = coordinator_keys(placing_, ps_, role);
+    if (keys.empty()) return;
+    wire::MessageBuilder b;
+    request_header(b, 10, 4, 91, true);
+    b.i8(group ? 0 : 1).carr(keys.size());
+    for (const auto& k : keys) b.cstr((group ? o_.renames.group_prefix : std::string()) + k);
+    b.tags0();
+    const auto request = b.message();
+    if (ask_target(request, 10, 4, answer, bytes)) {
+      dec_.decode_request(request, q);
+      target_view_.learn(q, answer, ps_);
+      ++refreshes_;
+    }
   }
 }
 
@@ -1246,8 +1455,9 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
   if (it == c.inflight.end()) return;  // a late answer to a request given up on
   InFlight f = std::move(*it);
   c.inflight.erase(it);
+  LiveConn& sess = session(c);   // a side link's answers are its session's
   const Exchange& e = c.s->exchanges[f.exchange];
-  ExchangeResult& r = out_.exchanges[c.results[f.exchange]];
+  ExchangeResult& r = out_.exchanges[sess.results[f.exchange]];
   r.live_latency_us = now - f.sent_us;
   if (!e.response.empty() && e.response.size() == msg.size() && !o_.on_response && o_.compare.expect.empty() &&
       std::equal(msg.begin() + 8, msg.end(), e.response.begin() + 8) &&
@@ -1267,12 +1477,22 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
     state_.learn_topics(live_, true);
     return;
   }
+  if (request_routing() && live_.ok() &&
+      (r.api_name == "FindCoordinator" || r.api_name == "Metadata" || r.api_name == "DescribeCluster" ||
+       r.api_name == "Produce" || r.api_name == "Fetch")) {
+    // What the target says of itself, as its clients learn it (KIP-951's
+    // leader hints included).
+    Frame sent;
+    dec_.decode_request(f.bytes, sent);
+    target_view_.learn(sent, live_, ps_);
+  }
+  if (request_routing() && live_.ok() && !o_.map.count(c.s->broker.str())) refresh_view(live_, e, now);
   dec_.decode_response(e.response, e.api_key, e.api_version, recorded_resp_);
   bool coordinator_only = false;
   const int live_class = error_class(ps_, live_, &coordinator_only);
   int recorded_class = error_class(ps_, recorded_resp_);
   const int64_t backoff = std::min<int64_t>(50000LL << std::min(f.attempts + 1, 5), 1000000);
-  const bool budget_was_spent = c.retry.spent;
+  const bool budget_was_spent = sess.retry.spent;
   SessionResult& sr = out_.sessions[c.result];
   // A heartbeat the target answers "assignment delayed" (a timer, such as the
   // initial rebalance delay, not fired yet) where the capture shows none: the
@@ -1282,7 +1502,7 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
   const bool delayed = live_class == 0 && live_.ok() && assignment_delayed_only_live(ps_, recorded_resp_, live_);
   const bool charged = !coordinator_only;
   if (should_retry(delayed ? 1 : live_class, recorded_class, live_.ok(), now - f.first_sent_us,
-                   std::min<int64_t>(static_cast<int64_t>(o_.timeout_s * 1e6), kRetryForUs), f.attempts, c.retry,
+                   std::min<int64_t>(static_cast<int64_t>(o_.timeout_s * 1e6), kRetryForUs), f.attempts, sess.retry,
                    now - f.sent_us + backoff, charged)) {
     // The target is not ready where the recorded broker was (a coordinator
     // loading, a leader being elected): ask again, as the client would. Also
@@ -1290,8 +1510,8 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
     // MEMBER_ID_REQUIRED, a protocol step, comes once the coordinator is loaded.
     ++f.attempts;
     if (charged) ++f.charged, f.charged_us += now - f.sent_us + backoff;
-    sr.retries = c.retry.retries;
-    sr.retry_s = c.retry.spent_us / 1e6;
+    sr.retries = sess.retry.retries;
+    sr.retry_s = sess.retry.spent_us / 1e6;
     r.note = "answered after " + std::to_string(f.attempts) + " attempts (" +
              (delayed ? "the assignment delayed before)" : "retriable errors before)");
     c.retries.push_back({std::move(f), now + backoff});
@@ -1299,15 +1519,15 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
   }
   if (f.charged && live_class != 1 && !delayed) {
     // The retries got it answered: the target recovered, the budget is given back.
-    c.retry.refund(f.charged, f.charged_us);
-    sr.retries = c.retry.retries;
-    sr.retry_s = c.retry.spent_us / 1e6;
+    sess.retry.refund(f.charged, f.charged_us);
+    sr.retries = sess.retry.retries;
+    sr.retry_s = sess.retry.spent_us / 1e6;
   }
-  if (c.retry.spent && !budget_was_spent) {
+  if (sess.retry.spent && !budget_was_spent) {
     sr.retry_budget_spent = true;
     char line[200];
     snprintf(line, sizeof line, "session %u: retry budget spent (%u retries, %.1f s); its later answers are compared as they come",
-             c.s->id, c.retry.retries, c.retry.spent_us / 1e6);
+             c.s->id, sess.retry.retries, sess.retry.spent_us / 1e6);
     out_.notes.push_back(line);
   }
   if (recorded_class == 1 && live_class != 1) {
@@ -1318,7 +1538,7 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
     // recorded retry then shows too.
     for (uint32_t k = f.exchange + 1; k < c.s->exchanges.size(); ++k) {
       const Exchange& later = c.s->exchanges[k];
-      if (later.api_key != e.api_key || k < c.next || later.response.empty()) continue;
+      if (later.api_key != e.api_key || k < sess.next || later.response.empty()) continue;
       // Only a true retry, the same request again (a producer's next
       // AddPartitionsToTxn may name more partitions): otherwise the later
       // request goes out as recorded.
@@ -1326,9 +1546,9 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
       Frame probe;
       dec_.decode_response(later.response, later.api_key, later.api_version, probe);
       const int cls = error_class(ps_, probe);
-      ExchangeResult& lr = out_.exchanges[c.results[k]];
+      ExchangeResult& lr = out_.exchanges[sess.results[k]];
       lr.note = "a retry in the capture; the target answered the first attempt (frame " + std::to_string(e.frame) + ")";
-      c.settled[k] = true;
+      sess.settled[k] = true;
       lr.outcome = Outcome::Skipped;
       resolve(later.response_seq);
       if (cls == 1) continue;
@@ -1344,13 +1564,6 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
   state_.translate_response(recorded_resp_, recorded_req_, c.s->id);
   if ((r.api_name == "Metadata" || r.api_name == "DescribeCluster") && live_.ok())
     learn_node_endpoints(ps_, recorded_resp_, live_, endpoints_);
-  if (cluster_routing() && live_.ok() &&
-      (r.api_name == "FindCoordinator" || r.api_name == "Metadata" || r.api_name == "DescribeCluster")) {
-    // What the target says of itself, as its clients learn it.
-    Frame sent;
-    dec_.decode_request(f.bytes, sent);
-    target_view_.learn(sent, live_, ps_);
-  }
   if (is_admin_write(r.api_name) && live_.ok()) {
     // Writes older than kAdminWriteVisibleUs explain nothing any more.
     std::erase_if(admin_written_, [&](const auto& w) { return now - w.second >= kAdminWriteVisibleUs; });
@@ -1384,6 +1597,7 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
     }
   }
   compare(ps_, recorded_resp_, live_, cmp_, r.differences, &sticky_, std::to_string(c.s->id));
+  if (request_routing() && r.api_name == "ListGroups" && !o_.map.count(c.s->broker.str())) groups_elsewhere(c, r.differences);
   if (o_.on_response) {
     std::vector<std::pair<std::string, std::string>> add;
     std::string error;
@@ -1410,7 +1624,7 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
   } else if (recorded_class != 1 && live_class == 1) {
     // Still retriable after the retries' time was up, or the session's retry budget is spent.
     r.note = "the target still answered with a retriable error after " + std::to_string(f.attempts) + " attempts" +
-             (c.retry.spent ? " (the session's retry budget is spent)" : "");
+             (sess.retry.spent ? " (the session's retry budget is spent)" : "");
   }
   bool regression = false, any = false;
   for (const auto& d : r.differences) { any = true; if (!d.ignored) regression = true; }
@@ -1426,6 +1640,65 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
              (resent == 1 ? " re-send" : " re-sends") + " (an admin write of the replay not yet visible)";
   }
   finish(c, f.exchange, regression ? Outcome::Regression : any ? Outcome::IgnoredOnly : Outcome::Same, {});
+}
+
+void Engine::groups_elsewhere(const LiveConn& c, std::vector<Difference>& diffs) {
+  // The group id of an element's JSON text: {"groupId": "g", ...}.
+  auto group_of = [](const std::string& json) -> std::string {
+    size_t at = json.find("\"groupId\":");
+    if (at == std::string::npos) return {};
+    at = json.find('"', at + 10);
+    const size_t end = at == std::string::npos ? at : json.find('"', at + 1);
+    if (end == std::string::npos || json.find('\\', at) < end) return {};
+    return json.substr(at + 1, end - at - 1);
+  };
+  int32_t recorded_node = ClusterView::kUnknown;
+  for (const auto& [node, endpoint] : recorded_view_.brokers())
+    if (endpoint == c.s->broker.str()) recorded_node = node;
+  if (recorded_node == ClusterView::kUnknown || c.target_node < 0) return;  // which node answered is not known
+  const std::string absent = "\"(absent)\"";
+  auto listed = [&](const Difference& d) { return d.path.starts_with("body.groups[") && d.path.find('.', 12) == std::string::npos; };
+  // Where the target's coordinators of the groups in question are not known
+  // yet, kwire asks the target (its own FindCoordinator, not compared).
+  std::vector<std::string> ask;
+  for (const auto& d : diffs)
+    if (!d.ignored && listed(d) && d.replayed == absent) {
+      const std::string live = o_.renames.group_prefix + group_of(d.recorded);
+      if (live.size() > o_.renames.group_prefix.size() && target_view_.coordinator(CoordinatorKey::Group, live) == ClusterView::kUnknown)
+        ask.push_back(live);
+    }
+  if (!ask.empty()) {
+    wire::MessageBuilder b;
+    request_header(b, 10, 4, 92, true);
+    b.i8(0).carr(ask.size());
+    for (const auto& k : ask) b.cstr(k);
+    b.tags0();
+    const auto request = b.message();
+    std::vector<uint8_t> bytes;
+    Frame answer, q;
+    if (ask_target(request, 10, 4, answer, bytes)) {
+      dec_.decode_request(request, q);
+      target_view_.learn(q, answer, ps_);
+    }
+  }
+  for (auto& d : diffs) {
+    if (d.ignored || !listed(d)) continue;
+    if (d.replayed == absent) {
+      const std::string g = group_of(d.recorded);
+      const int32_t node = target_view_.coordinator(CoordinatorKey::Group, o_.renames.group_prefix + g);
+      if (g.empty() || node == ClusterView::kUnknown || node == c.target_node) continue;
+      d.ignored = true;
+      d.rule = "group " + g + " is coordinated by node " + std::to_string(node) + " on the target";
+    } else if (d.recorded == absent) {
+      std::string g = group_of(d.replayed);
+      if (!g.starts_with(o_.renames.group_prefix)) continue;
+      g = g.substr(o_.renames.group_prefix.size());
+      const int32_t node = recorded_view_.coordinator(CoordinatorKey::Group, g);
+      if (g.empty() || node == ClusterView::kUnknown || node == recorded_node) continue;
+      d.ignored = true;
+      d.rule = "group " + g + " was coordinated by node " + std::to_string(node) + " in the capture";
+    }
+  }
 }
 
 bool Engine::converge_retry(LiveConn& c, InFlight& f, ExchangeResult& r, int64_t now) {
@@ -1472,6 +1745,8 @@ void Engine::abandon(const std::string& why) {
     c.inflight.clear();
     for (const Retry& r : c.retries) finish(c, r.f.exchange, Outcome::Unanswered, why);
     c.retries.clear();
+    for (const InFlight& f : c.handed) finish(c, f.exchange, Outcome::Unanswered, "not sent: " + why);
+    c.handed.clear();
     for (uint32_t i = c.next; i < c.s->exchanges.size(); ++i)
       if (!c.settled[i] && wanted(c, c.s->exchanges[i])) finish(c, i, Outcome::Unanswered, "not sent: " + why);
     c.next = static_cast<uint32_t>(c.s->exchanges.size());
@@ -1560,8 +1835,10 @@ bool Engine::run(std::string& error) {
     }
     int64_t wake = now + 100000;
     bool open = false;
-    for (auto& c : conns_) {
-      if (c.st == LiveConn::St::Done) continue;
+    // By index: a request may open a side link (conns_ grows as it goes).
+    for (size_t i = 0; i < conns_.size(); ++i) {
+      LiveConn& c = conns_[i];
+      if (c.st == LiveConn::St::Done && c.handed.empty()) continue;
       pump(c, now, wake);
       // Timeouts: the oldest request in flight.
       if (!c.inflight.empty()) {
@@ -1648,6 +1925,29 @@ bool Engine::run(std::string& error) {
                          "coordinator of their key: " + std::to_string(coordinator_moved_) + " to another node than their "
                          "recorded node id's, " + std::to_string(coordinator_unknown_) +
                          " to their recorded node's (the target had not named the coordinator yet)");
+  if (!routed_.empty()) {
+    std::string line;
+    uint32_t total = 0;
+    for (const auto& [role, n] : routed_) {
+      line += (line.empty() ? "" : ", ") + std::to_string(n) + " to the " + std::string(role_name(role));
+      total += n;
+    }
+    out_.notes.push_back(std::to_string(total) + (total == 1 ? " request" : " requests") +
+                         " went to another target node than their session's, where their role lives: " + line);
+  }
+  if (!split_frames_.empty()) {
+    std::sort(split_frames_.begin(), split_frames_.end());
+    std::string frames;
+    for (size_t i = 0; i < split_frames_.size() && i < 20; ++i) frames += (i ? ", " : "") + std::to_string(split_frames_[i]);
+    if (split_frames_.size() > 20) frames += ", ...";
+    out_.notes.push_back(std::to_string(split_frames_.size()) + (split_frames_.size() == 1 ? " request names" : " requests name") +
+                         " partitions or keys that live on several target nodes; each went whole to its first one's "
+                         "node: frames " + frames);
+  }
+  if (refreshes_)
+    out_.notes.push_back("asked the target " + std::to_string(refreshes_) +
+                         " times where a partition's leader or a coordinator had moved (NOT_LEADER_OR_FOLLOWER, "
+                         "NOT_COORDINATOR)");
   if (state_.learned())
     out_.notes.push_back("learned " + std::to_string(state_.learned()) + " values from the target's responses, " +
                          std::to_string(state_.differing()) + " of them (topic ids included) differing from the capture's");

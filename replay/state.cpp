@@ -216,6 +216,7 @@ void ReplayState::learn_topics(const Frame& response, bool live) {
       }
     } else {
       recorded_topic_ids_[key] = std::string(name->str());
+      recorded_topic_text_ids_[wire::uuid_to_string(id->v.p)] = std::string(name->str());
     }
   }
 }

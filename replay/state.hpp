@@ -75,6 +75,11 @@ class ReplayState {
     auto it = recorded_topic_ids_.find(std::string(id));
     return it == recorded_topic_ids_.end() ? std::string() : it->second;
   }
+  // The same, of an id in Kafka's text form (a Metadata answer's, routing's).
+  std::string recorded_topic_name_of_text(std::string_view id) const {
+    auto it = recorded_topic_text_ids_.find(std::string(id));
+    return it == recorded_topic_text_ids_.end() ? std::string() : it->second;
+  }
   size_t differing() const { return differing_; }
   // False while every value learned so far equals the recorded one and
   // nothing is renamed: then no request can change, and an answer equal to
@@ -107,6 +112,7 @@ class ReplayState {
   mutable std::vector<int8_t> entity_cache_;   // per FieldDesc: -2 unknown, 0 none, 1 group, 2 topic name, 3 topic id
   std::unordered_map<std::string, Map> values_;  // rule index + scope key -> map
   std::unordered_map<std::string, std::string> recorded_topic_ids_;  // recorded id (16 bytes) -> name
+  std::unordered_map<std::string, std::string> recorded_topic_text_ids_;  // the same, the id in Kafka's text form
   std::unordered_map<std::string, std::string> live_topic_ids_;      // name -> live id
   // Cluster ids (ApiVersions v5+ requests echo the one the client last saw):
   // every recorded one maps to the target's.

@@ -9,7 +9,9 @@
 
 #include "dissector/protocol/decoder.hpp"
 #include "dissector/spec/spec_model.hpp"
+#include "replay/cluster.hpp"
 #include "replay/routing.hpp"
+#include "wire/wire.hpp"
 #include "wire/message_builder.hpp"
 
 namespace kwire::replay {
@@ -254,6 +256,137 @@ TEST(Routing, CoordinatorKeysAreTheEntitiesOfTheRole) {
   EXPECT_EQ(coordinator_keys(d.f, ps(), Role::GroupCoordinator), std::vector<std::string>{"grp"});
   EXPECT_EQ(coordinator_keys(d.f, ps(), Role::TxnCoordinator), std::vector<std::string>{"txn-1"});
   EXPECT_TRUE(coordinator_keys(d.f, ps(), Role::AnyBroker).empty());
+}
+
+// Placement: where a request goes on a cluster whose roles a client learnt from
+// its answers. Metadata v12 and FindCoordinator v4 answers, and the requests,
+// are built by hand from the specs.
+struct Answer {
+  std::vector<uint8_t> request, response;
+  int16_t api, version;
+};
+void learn(ClusterView& view, const Answer& a) {
+  FrameDecoder dec(ps());
+  Frame q, r;
+  dec.decode_request(a.request, q);
+  dec.decode_response(a.response, a.api, a.version, r);
+  ASSERT_TRUE(q.ok() && r.ok());
+  view.learn(q, r, ps());
+}
+
+ClusterView three_nodes() {
+  ClusterView view;
+  // Metadata v12: brokers 1-3; orders (id 0x11..): 0 led by 1, 1 and 2 by 2; pages (0x22..): 0 by 3.
+  auto mq = header(3, 12, true, "c");
+  mq.cnull().boolean(false).boolean(false).tags0();
+  wire::MessageBuilder mr;
+  mr.i32(7).tags0().i32(0).carr(3);
+  for (int n = 1; n <= 3; ++n) mr.i32(n).cstr("127.0.0.2" + std::to_string(n)).i32(9092).cnull().tags0();
+  mr.cstr("cluster").i32(1).carr(2);
+  auto partition = [&](int index, int leader) {
+    mr.i16(0).i32(index).i32(leader).i32(0).carr(1).i32(leader).carr(1).i32(leader).carr(0).tags0();
+  };
+  mr.i16(0).cstr("orders").uuid(uint8_t{0x11}).boolean(false).carr(3);
+  partition(0, 1), partition(1, 2), partition(2, 2);
+  mr.i32(-2147483648).tags0();
+  mr.i16(0).cstr("pages").uuid(uint8_t{0x22}).boolean(false).carr(1);
+  partition(0, 3);
+  mr.i32(-2147483648).tags0().tags0();
+  learn(view, {mq.message(), mr.message(), 3, 12});
+  // FindCoordinator v4: group g at node 3, transactional id t at node 2.
+  for (auto [type, key, node] : {std::tuple{0, "g", 3}, std::tuple{1, "t", 2}}) {
+    auto fq = header(10, 4, true, "c");
+    fq.i8(static_cast<int8_t>(type)).carr(1).cstr(key).tags0();
+    wire::MessageBuilder fr;
+    fr.i32(7).tags0().i32(0).carr(1).cstr(key).i32(node).cstr("127.0.0.2" + std::to_string(node)).i32(9092).i16(0).cnull().tags0().tags0();
+    learn(view, {fq.message(), fr.message(), 10, 4});
+  }
+  return view;
+}
+
+// Produce v9 (flexible, topics by name), records null.
+Decoded produce_v9(const std::vector<std::pair<std::string, int>>& partitions) {
+  auto b = header(0, 9, true, "p");
+  b.cnull().i16(-1).i32(30000).carr(partitions.size());
+  for (const auto& [topic, p] : partitions) b.cstr(topic).carr(1).i32(p).cnull().tags0().tags0();
+  b.tags0();
+  return decode(b);
+}
+
+Placement place_in(const ClusterView& view, const Frame& f, std::string_view topic_prefix = "", std::string_view group_prefix = "") {
+  // Recorded topic ids are those of the view's Metadata answer.
+  const auto name_of = [](std::string_view id) -> std::string {
+    uint8_t one[16], two[16];
+    std::fill(std::begin(one), std::end(one), uint8_t{0x11});
+    std::fill(std::begin(two), std::end(two), uint8_t{0x22});
+    return id == wire::uuid_to_string(one) ? "orders" : id == wire::uuid_to_string(two) ? "pages" : "";
+  };
+  return place(f, ps(), view, name_of, topic_prefix, group_prefix);
+}
+
+TEST(Placement, APartitionsRequestGoesToItsLeaderAndSaysWhenItSpansSeveral) {
+  const ClusterView view = three_nodes();
+  const auto one = produce_v9({{"orders", 1}, {"orders", 2}});
+  Placement p = place_in(view, one.f);
+  EXPECT_EQ(p.role, Role::PartitionLeader);
+  EXPECT_EQ(p.node, 2);
+  EXPECT_EQ(p.nodes, 1u);
+  EXPECT_TRUE(p.unknown.empty());
+
+  const auto two = produce_v9({{"pages", 0}, {"orders", 0}, {"orders", 2}});
+  p = place_in(view, two.f);
+  EXPECT_EQ(p.node, 3);     // the first partition's leader
+  EXPECT_EQ(p.nodes, 3u);   // it would take three requests
+
+  // --rename-topic: the target's topics carry the prefix; these do not exist there.
+  p = place_in(view, one.f, "re-");
+  EXPECT_EQ(p.node, ClusterView::kUnknown);
+  EXPECT_EQ(p.unknown, "orders-1");
+
+  const auto missing = produce_v9({{"orders", 7}});
+  EXPECT_EQ(place_in(view, missing.f).unknown, "orders-7");
+}
+
+TEST(Placement, AFetchByTopicIdGoesToTheLeaderOfTheNamedTopic) {
+  const ClusterView view = three_nodes();
+  auto b = header(1, 13, true, "c");
+  b.i32(-1).i32(500).i32(1).i32(1 << 20).i8(0).i32(0).i32(-1);
+  b.carr(1).uuid(uint8_t{0x22}).carr(1).i32(0).i32(-1).i64(5).i32(-1).i64(-1).i32(1 << 20).tags0().tags0();
+  b.carr(0).cstr("").tags0();
+  const auto d = decode(b);
+  const Placement p = place_in(view, d.f);
+  EXPECT_EQ(p.node, 3);
+  EXPECT_EQ(p.nodes, 1u);
+}
+
+TEST(Placement, CoordinatorRequestsGoToTheirKeysCoordinator) {
+  const ClusterView view = three_nodes();
+  // Heartbeat v4: GroupId, GenerationId, MemberId, GroupInstanceId.
+  auto hb = header(12, 4, true, "c");
+  hb.cstr("g").i32(1).cstr("m").cnull().tags0();
+  const auto h = decode(hb);
+  Placement p = place_in(view, h.f);
+  EXPECT_EQ(p.role, Role::GroupCoordinator);
+  EXPECT_EQ(p.node, 3);
+  // --rename-group: the renamed group's coordinator is not known yet.
+  p = place_in(view, h.f, "", "re-");
+  EXPECT_EQ(p.node, ClusterView::kUnknown);
+  EXPECT_EQ(p.unknown, "g");
+
+  // InitProducerId v4: TransactionalId, TransactionTimeoutMs, ProducerId, ProducerEpoch.
+  auto txn = header(22, 4, true, "p");
+  txn.cstr("t").i32(60000).i64(-1).i16(-1).tags0();
+  const auto t = decode(txn);
+  p = place_in(view, t.f);
+  EXPECT_EQ(p.role, Role::TxnCoordinator);
+  EXPECT_EQ(p.node, 2);
+  // Without a transactional id (an idempotent producer): any broker.
+  auto idem = header(22, 4, true, "p");
+  idem.cnull().i32(60000).i64(-1).i16(-1).tags0();
+  const auto i = decode(idem);
+  p = place_in(view, i.f);
+  EXPECT_EQ(p.role, Role::AnyBroker);
+  EXPECT_EQ(p.node, ClusterView::kUnknown);
 }
 
 }  // namespace
