@@ -146,7 +146,8 @@ bool ReplayState::struct_may_rewrite(uint32_t sp_idx, int depth) const {
 bool ReplayState::may_rewrite(const MessageProgram& m) {
   auto it = may_rewrite_.find(&m);
   if (it != may_rewrite_.end()) return it->second;
-  const bool yes = ps_.field(m.root).sub < 0 || struct_may_rewrite(static_cast<uint32_t>(ps_.field(m.root).sub), 0);
+  const bool yes = ps_.field(m.root).sub < 0 || struct_may_rewrite(static_cast<uint32_t>(ps_.field(m.root).sub), 0) ||
+                   (m.api_name == "FindCoordinator" && !renames_.group_prefix.empty());
   return may_rewrite_[&m] = yes;
 }
 
@@ -294,6 +295,31 @@ bool ReplayState::follow(Frame& f, uint32_t node) {
   return false;
 }
 
+namespace {
+// FindCoordinator names its keys without an entity type (a key is a group id
+// or a transactional id by KeyType): the keys of `request` are group ids.
+bool group_keys(const Frame& request, const ProgramSet& ps) {
+  if (!request.program || request.program->api_name != "FindCoordinator" || !request.body) return false;
+  const Node* type = child(request, ps, request.body, "KeyType");
+  return !type || type->v.i == 0;  // v0 has no KeyType: a group
+}
+bool is_key(const Frame& f, const ProgramSet& ps, uint32_t i) {
+  const Node& n = f.nodes[i];
+  if (n.type != WireType::String || n.is_null() || n.aux == 0) return false;
+  const std::string_view name = ps.field(n.desc).name;
+  return name == "Key" || (name == "CoordinatorKeys" && (n.flags & kElement));
+}
+}  // namespace
+
+int ReplayState::rename_keys(Frame& f, const Frame& request) {
+  if (renames_.group_prefix.empty() || !group_keys(request, ps_)) return 0;
+  int changed = 0;
+  for (uint32_t i = f.body + 1; i < f.nodes.size(); ++i)
+    if (f.nodes[i].desc != kDescUnknownTag && is_key(f, ps_, i))
+      changed += assign(f, i, renames_.group_prefix + std::string(f.nodes[i].str())) ? 1 : 0;
+  return changed;
+}
+
 int ReplayState::rename(Frame& f, uint32_t node) {
   const Node& n = f.nodes[node];
   if (n.is_null()) return 0;
@@ -395,7 +421,7 @@ int ReplayState::rewrite_request(Frame& f, uint32_t connection) {
     else changed += map_cluster_id(f, i) || follow(f, i) ? 1 : 0;
   }
   for (uint32_t r : dirty_records) patch_batches(f, r, {});
-  return changed;
+  return changed + rename_keys(f, f);
 }
 
 void ReplayState::translate_response(Frame& f, const Frame& recorded_request, uint32_t connection) {
@@ -434,6 +460,7 @@ void ReplayState::translate_response(Frame& f, const Frame& recorded_request, ui
     else if (e != kNone) rename(f, i);
     else if (!map_cluster_id(f, i)) follow(f, i);
   }
+  rename_keys(f, recorded_request);
 }
 
 }  // namespace kwire::replay

@@ -100,6 +100,8 @@ class ReplayState {
   std::string scope_key(const StateRule& r, const Frame& f, uint32_t node, uint32_t connection) const;
   std::string member_key(const Frame& request) const;
   bool substitute(Frame& f, uint32_t node, const std::string& key, int rule);
+  // FindCoordinator's group keys (a request's, or its answer's), --rename-group applied.
+  int rename_keys(Frame& f, const Frame& request);
   int rename(Frame& f, uint32_t node);
   bool map_topic_id(Frame& f, uint32_t node);
   bool map_cluster_id(Frame& f, uint32_t node);

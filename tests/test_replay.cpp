@@ -262,6 +262,44 @@ TEST(ReplayState, GroupRenamesApplyToRequestsAndRecordedAnswers) {
   EXPECT_EQ(bytes, b.message());
 }
 
+// FindCoordinator's keys have no entity type: a group key (KeyType 0) is renamed
+// in the request and in the recorded answer, a transactional id is not.
+TEST(ReplayState, GroupRenamesApplyToFindCoordinatorKeysOfGroups) {
+  FrameDecoder d(ps());
+  replay::ReplayState st(ps(), {"g2-", ""});
+  auto find = [](int8_t type, const char* key) {
+    Bytes b = test::request_header_v2(10, 4, 5);   // FindCoordinator v4: KeyType, CoordinatorKeys
+    b.i8(type).carr(1).cstr(key).tags0();
+    return b.message();
+  };
+  const auto group_b = find(0, "orders-app"), txn_b = find(1, "orders-app");
+  Frame group, txn;
+  d.decode_request(group_b, group);
+  d.decode_request(txn_b, txn);
+  ASSERT_TRUE(group.ok() && txn.ok());
+  EXPECT_EQ(st.rewrite_request(group, 1), 1);
+  EXPECT_EQ(st.rewrite_request(txn, 1), 0);
+  std::vector<uint8_t> bytes;
+  std::string error;
+  ASSERT_TRUE(FrameEncoder(ps()).encode(group, bytes, error)) << error;
+  const auto renamed = find(0, "g2-orders-app");
+  EXPECT_EQ(bytes, renamed);
+  // The answer v4: ThrottleTimeMs, Coordinators [Key, NodeId, Host, Port, ErrorCode, ErrorMessage].
+  Bytes a;
+  a.i32(5).tags0().i32(0).carr(1).cstr("orders-app").i32(1).cstr("127.0.0.1").i32(9092).i16(0).cnull().tags0().tags0();
+  const auto answer_b = a.message();
+  Frame answer, original;
+  d.decode_request(group_b, original);
+  d.decode_response(answer_b, 10, 4, answer);
+  ASSERT_TRUE(answer.ok());
+  st.translate_response(answer, original, 1);
+  const Node* key = nullptr;
+  for (uint32_t i = answer.body; i < answer.nodes.size(); ++i)
+    if (ps().field(answer.nodes[i].desc).name == "Key") key = &answer.nodes[i];
+  ASSERT_NE(key, nullptr);
+  EXPECT_EQ(key->str(), "g2-orders-app");
+}
+
 // ConsumerGroupHeartbeatResponse v1: an assignment of (topic id fill, partitions).
 std::vector<uint8_t> cgh_response(const std::vector<std::pair<uint8_t, std::vector<int>>>& assignment) {
   Bytes b;
