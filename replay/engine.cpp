@@ -30,6 +30,7 @@
 #include "replay/cluster.hpp"
 #include "replay/concurrency.hpp"
 #include "replay/routing.hpp"
+#include "replay/split.hpp"
 #include "wire/message_builder.hpp"
 #include "wire/wire.hpp"
 
@@ -345,6 +346,7 @@ struct InFlight {
   uint32_t charged = 0;              // retries charged to the session's budget
   int64_t charged_us = 0;            // and their cost
   bool expects = true;               // an answer is awaited (not Produce with acks=0)
+  int32_t part = -1;                 // one of the parts of a split request (Engine::split)
 };
 
 // A request the target answered with a retriable error where the capture
@@ -465,6 +467,7 @@ class Engine {
                        bool& skip);
   void on_readable(LiveConn& c, int64_t now);
   void on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now);
+  void answered(LiveConn& c, InFlight f, std::span<const uint8_t> msg, int64_t now);
   void finish(LiveConn& c, uint32_t idx, Outcome o, std::string note);
   void resolve(uint64_t seq);
   bool wanted(const LiveConn& c, const Exchange& e) const;
@@ -522,6 +525,29 @@ class Engine {
   // The link of session `c` that request `idx` goes over: its own, or a side
   // link to the target node where the request's role lives.
   LiveConn& link_for(LiveConn& c, uint32_t idx, bool first);
+  // The session's link to target node `node`, opened as a side link when new;
+  // its own when `node` is its own node or cannot be reached by address.
+  LiveConn& link_to(LiveConn& c, int32_t node);
+  // Sends a prepared request of session `c` where it belongs: whole over one
+  // link, or split into one request per leader (split()).
+  void dispatch(LiveConn& c, InFlight f, int64_t now, bool first);
+  bool split(LiveConn& c, InFlight& f, int64_t now, bool first);
+  // A split request: the request as one (compared, and sent again whole to be
+  // split anew) and its parts' answers, joined once all have come.
+  struct Split {
+    InFlight whole;
+    std::vector<std::vector<uint8_t>> answers;
+    size_t answered = 0;
+  };
+  std::unordered_map<uint64_t, Split> splits_;
+  static uint64_t split_key(uint32_t session, uint32_t exchange) { return (uint64_t{session} << 32) | exchange; }
+  // A part given up (its link dropped): true when its exchange is to be
+  // finished now, once for all its parts.
+  bool settle(const LiveConn& c, const InFlight& f) {
+    if (f.part < 0) return true;
+    return splits_.erase(split_key(c.s->id, f.exchange)) > 0;
+  }
+  uint32_t parts_sent_ = 0;
   // Puts a prepared request on `link`'s wire: now if it is up, else once it is.
   void transmit(LiveConn& link, InFlight f, int64_t now);
   size_t in_flight(const LiveConn& c) const;
@@ -536,7 +562,8 @@ class Engine {
   int64_t last_refresh_us_ = 0;
   Frame placing_;
   std::map<Role, uint32_t> routed_;          // requests sent to another node than their session's, by role
-  std::vector<uint64_t> split_frames_;       // requests whose partitions (or keys) live on several nodes
+  std::vector<uint64_t> split_frames_;       // requests split into one per leader
+  std::vector<uint64_t> unsplit_frames_;     // requests whose partitions (or keys) live on several nodes, sent whole
   uint32_t refreshes_ = 0;
   void route_to_coordinator(LiveConn& c);
   uint32_t coordinator_sessions_ = 0, coordinator_moved_ = 0, coordinator_unknown_ = 0;
@@ -1106,7 +1133,8 @@ void Engine::flush(LiveConn& c, int64_t now) {
 
 void Engine::drop(LiveConn& c, int64_t now, const std::string& why) {
   close_link(c);
-  for (const InFlight& f : c.inflight) finish(c, f.exchange, Outcome::Unanswered, why);
+  for (const InFlight& f : c.inflight)
+    if (settle(c, f)) finish(c, f.exchange, Outcome::Unanswered, why);
   c.inflight.clear();
   for (const Retry& r : c.retries) finish(c, r.f.exchange, Outcome::Unanswered, why + " (while retrying)");
   c.retries.clear();
@@ -1186,7 +1214,8 @@ void Engine::pump(LiveConn& c, int64_t now, int64_t& wake) {
     } else if (c.st == LiveConn::St::Backoff) {
       if (now - c.down_since_us > static_cast<int64_t>(o_.reconnect_s * 1e6)) {
         out_.target_lost = true;
-        for (const InFlight& f : c.handed) finish(c, f.exchange, Outcome::Unanswered, "not sent: the target " + c.target + " stayed unreachable");
+        for (const InFlight& f : c.handed)
+          if (settle(c, f)) finish(c, f.exchange, Outcome::Unanswered, "not sent: the target " + c.target + " stayed unreachable");
         for (const Retry& r : c.retries) finish(c, r.f.exchange, Outcome::Unanswered, "not sent again: the target " + c.target + " stayed unreachable");
         c.handed.clear();
         c.retries.clear();
@@ -1209,8 +1238,7 @@ void Engine::pump(LiveConn& c, int64_t now, int64_t& wake) {
       r.f.deadline_us = r.f.sent_us + static_cast<int64_t>(o_.timeout_s * 1e6);
       // Sent where the request's role lives now: a leader or coordinator the
       // target named since (a KIP-951 hint, kwire's own Metadata) is taken.
-      LiveConn& link = request_routing() && !o_.map.count(c.s->broker.str()) ? link_for(owner, r.f.exchange, false) : c;
-      transmit(link, std::move(r.f), now);
+      dispatch(owner, std::move(r.f), now, false);
     }
   }
   if (!c.retries.empty()) wake = std::min(wake, c.retries.front().due_us);
@@ -1255,7 +1283,8 @@ void Engine::pump(LiveConn& c, int64_t now, int64_t& wake) {
           if (wanted(c, ex[i])) finish(c, i, Outcome::Unanswered, "not sent: the target " + c.target + " stayed unreachable");
           else resolve(ex[i].response_seq);
         c.next = static_cast<uint32_t>(ex.size());
-        for (const InFlight& f : c.handed) finish(c, f.exchange, Outcome::Unanswered, "not sent: the target " + c.target + " stayed unreachable");
+        for (const InFlight& f : c.handed)
+          if (settle(c, f)) finish(c, f.exchange, Outcome::Unanswered, "not sent: the target " + c.target + " stayed unreachable");
         c.handed.clear();
         c.st = LiveConn::St::Done;
         return;
@@ -1297,7 +1326,7 @@ void Engine::pump(LiveConn& c, int64_t now, int64_t& wake) {
                                 : std::max<int64_t>(static_cast<int64_t>(o_.timeout_s * 1e6), 2 * (e.response_us - e.request_us) + 1000000);
     InFlight f{idx, c.corr, now, now + timeout, std::move(bytes), 1, now};
     f.expects = e.expects_response;
-    transmit(request_routing() && !o_.map.count(c.s->broker.str()) ? link_for(c, idx, true) : c, std::move(f), now);
+    dispatch(c, std::move(f), now, true);
   }
   if (c.next >= ex.size() && c.inflight.empty() && c.retries.empty() && c.handed.empty() && c.st != LiveConn::St::Done) {
     close_link(c);
@@ -1350,10 +1379,16 @@ LiveConn& Engine::link_for(LiveConn& c, uint32_t idx, bool first) {
     const Node* epoch = e.api_key == 1 ? find_field(placing_, ps_, placing_.body, "SessionEpoch") : nullptr;
     if (node == ClusterView::kUnknown || (epoch && epoch->v.i > 0)) node = last->second;
   }
-  if (p.nodes > 1 && first) split_frames_.push_back(e.frame);
+  if (p.nodes > 1 && first) unsplit_frames_.push_back(e.frame);
   if (node == ClusterView::kUnknown) return c;
   c.last_node[e.api_key] = node;
-  if (node == c.target_node) return c;
+  LiveConn& link = link_to(c, node);
+  if (first && &link != &c) ++routed_[p.role];
+  return link;
+}
+
+LiveConn& Engine::link_to(LiveConn& c, int32_t node) {
+  if (node == c.target_node || node == ClusterView::kUnknown) return c;
   auto it = c.sides.find(node);
   LiveConn* link = it != c.sides.end() ? it->second : nullptr;
   if (!link) {
@@ -1375,8 +1410,62 @@ LiveConn& Engine::link_for(LiveConn& c, uint32_t idx, bool first) {
     side.login_first = c.sasl ? &c.sasl->login() : c.login_first;
     c.sides[node] = link = &side;
   }
-  if (first) ++routed_[p.role];
   return *link;
+}
+
+void Engine::dispatch(LiveConn& c, InFlight f, int64_t now, bool first) {
+  const bool routing = request_routing() && !o_.map.count(c.s->broker.str());
+  if (routing && f.expects) {
+    const Exchange& e = c.s->exchanges[f.exchange];
+    const MessageProgram* m = ps_.find(e.api_key, e.api_version, Direction::Request);
+    if (m && !e.malformed && splittable(m->api_name) && split(c, f, now, first)) return;
+  }
+  transmit(routing ? link_for(c, f.exchange, first) : c, std::move(f), now);
+}
+
+bool Engine::split(LiveConn& c, InFlight& f, int64_t now, bool first) {
+  const Exchange& e = c.s->exchanges[f.exchange];
+  dec_.decode_request(e.request, placing_);
+  if (!placing_.ok()) return false;
+  const auto slots = partition_slots(placing_, ps_);
+  std::vector<int32_t> leader(slots.size(), ClusterView::kUnknown), nodes;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const PartitionRef& p = slots[i].ref;
+    const std::string name = p.by_id ? state_.recorded_topic_name_of_text(p.topic) : p.topic;
+    if (!name.empty()) leader[i] = target_view_.leader(o_.renames.topic_prefix + name, p.partition);
+    if (leader[i] != ClusterView::kUnknown && std::find(nodes.begin(), nodes.end(), leader[i]) == nodes.end())
+      nodes.push_back(leader[i]);
+  }
+  if (nodes.size() < 2) return false;
+  // The parts are cut from the request as sent (renamed, its ids and producer
+  // ids the target's), whose partitions are the recorded request's in order.
+  // A partition whose leader is not known goes with the first part.
+  Frame sent;
+  dec_.decode_request(f.bytes, sent);
+  const auto live = partition_slots(sent, ps_);
+  if (!sent.ok() || live.size() != slots.size()) return false;
+  std::vector<InFlight> parts;
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    std::vector<uint32_t> keep;
+    for (size_t i = 0; i < live.size(); ++i)
+      if (leader[i] == nodes[k] || (leader[i] == ClusterView::kUnknown && k == 0)) keep.push_back(live[i].element);
+    InFlight part{f.exchange, 0, f.sent_us, f.deadline_us, {}, f.attempts, f.first_sent_us};
+    std::string error;
+    if (!keep_partitions(sent, ps_, keep, part.bytes, error)) return false;
+    part.part = static_cast<int32_t>(k);
+    parts.push_back(std::move(part));
+  }
+  if (first) {
+    split_frames_.push_back(e.frame);
+    ++routed_[Role::PartitionLeader];
+  }
+  parts_sent_ += static_cast<uint32_t>(parts.size());
+  Split& sp = splits_[split_key(c.s->id, f.exchange)];
+  sp.answers.assign(parts.size(), {});
+  sp.answered = 0;
+  sp.whole = std::move(f);
+  for (size_t k = 0; k < parts.size(); ++k) transmit(link_to(c, nodes[k]), std::move(parts[k]), now);
+  return true;
 }
 
 bool Engine::ask_target(const std::vector<uint8_t>& request, int16_t api, int16_t version, Frame& answer,
@@ -1455,6 +1544,32 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
   if (it == c.inflight.end()) return;  // a late answer to a request given up on
   InFlight f = std::move(*it);
   c.inflight.erase(it);
+  if (f.part >= 0) {
+    // One part of a split request: the answer is compared once every part's
+    // has come, joined into one.
+    auto sp = splits_.find(split_key(c.s->id, f.exchange));
+    if (sp == splits_.end()) return;  // given up
+    sp->second.answers[static_cast<size_t>(f.part)].assign(msg.begin(), msg.end());
+    if (++sp->second.answered < sp->second.answers.size()) return;
+    const Exchange& e = c.s->exchanges[f.exchange];
+    std::vector<Frame> frames(sp->second.answers.size());
+    std::vector<const Frame*> answers;
+    for (size_t k = 0; k < frames.size(); ++k) {
+      dec_.decode_response(sp->second.answers[k], e.api_key, e.api_version, frames[k]);
+      answers.push_back(&frames[k]);
+    }
+    std::vector<uint8_t> joined;
+    std::string error;
+    if (!join_answers(answers, ps_, joined, error)) joined = sp->second.answers.front();  // compared as it came
+    InFlight whole = std::move(sp->second.whole);
+    splits_.erase(sp);
+    answered(c, std::move(whole), joined, now);
+    return;
+  }
+  answered(c, std::move(f), msg, now);
+}
+
+void Engine::answered(LiveConn& c, InFlight f, std::span<const uint8_t> msg, int64_t now) {
   LiveConn& sess = session(c);   // a side link's answers are its session's
   const Exchange& e = c.s->exchanges[f.exchange];
   ExchangeResult& r = out_.exchanges[sess.results[f.exchange]];
@@ -1741,11 +1856,13 @@ void Engine::abandon(const std::string& why) {
   for (auto& c : conns_) {
     if (c.st == LiveConn::St::Done) continue;
     close_link(c);
-    for (const InFlight& f : c.inflight) finish(c, f.exchange, Outcome::Unanswered, why);
+    for (const InFlight& f : c.inflight)
+      if (settle(c, f)) finish(c, f.exchange, Outcome::Unanswered, why);
     c.inflight.clear();
     for (const Retry& r : c.retries) finish(c, r.f.exchange, Outcome::Unanswered, why);
     c.retries.clear();
-    for (const InFlight& f : c.handed) finish(c, f.exchange, Outcome::Unanswered, "not sent: " + why);
+    for (const InFlight& f : c.handed)
+      if (settle(c, f)) finish(c, f.exchange, Outcome::Unanswered, "not sent: " + why);
     c.handed.clear();
     for (uint32_t i = c.next; i < c.s->exchanges.size(); ++i)
       if (!c.settled[i] && wanted(c, c.s->exchanges[i])) finish(c, i, Outcome::Unanswered, "not sent: " + why);
@@ -1935,15 +2052,20 @@ bool Engine::run(std::string& error) {
     out_.notes.push_back(std::to_string(total) + (total == 1 ? " request" : " requests") +
                          " went to another target node than their session's, where their role lives: " + line);
   }
-  if (!split_frames_.empty()) {
-    std::sort(split_frames_.begin(), split_frames_.end());
-    std::string frames;
-    for (size_t i = 0; i < split_frames_.size() && i < 20; ++i) frames += (i ? ", " : "") + std::to_string(split_frames_[i]);
-    if (split_frames_.size() > 20) frames += ", ...";
-    out_.notes.push_back(std::to_string(split_frames_.size()) + (split_frames_.size() == 1 ? " request names" : " requests name") +
-                         " partitions or keys that live on several target nodes; each went whole to its first one's "
-                         "node: frames " + frames);
-  }
+  auto frames = [](std::vector<uint64_t>& v) {
+    std::sort(v.begin(), v.end());
+    std::string out;
+    for (size_t i = 0; i < v.size() && i < 20; ++i) out += (i ? ", " : "") + std::to_string(v[i]);
+    return out + (v.size() > 20 ? ", ..." : "");
+  };
+  if (!split_frames_.empty())
+    out_.notes.push_back(std::to_string(split_frames_.size()) + (split_frames_.size() == 1 ? " request was" : " requests were") +
+                         " split into one request per target leader of their partitions (" + std::to_string(parts_sent_) +
+                         " parts sent, retries included), the answers joined: frames " + frames(split_frames_));
+  if (!unsplit_frames_.empty())
+    out_.notes.push_back(std::to_string(unsplit_frames_.size()) + (unsplit_frames_.size() == 1 ? " request names" : " requests name") +
+                         " partitions or keys that live on several target nodes and went whole to the first one's node "
+                         "(a fetch session, several groups): frames " + frames(unsplit_frames_));
   if (refreshes_)
     out_.notes.push_back("asked the target " + std::to_string(refreshes_) +
                          " times where a partition's leader or a coordinator had moved (NOT_LEADER_OR_FOLLOWER, "

@@ -116,6 +116,12 @@ bool is_partition_index(const Node& n, const FieldDesc& d) {
 
 std::vector<PartitionRef> partitions_of(const Frame& f, const ProgramSet& ps) {
   std::vector<PartitionRef> out;
+  for (auto& s : partition_slots(f, ps)) out.push_back(std::move(s.ref));
+  return out;
+}
+
+std::vector<PartitionSlot> partition_slots(const Frame& f, const ProgramSet& ps) {
+  std::vector<PartitionSlot> out;
   if (!f.body) return out;
   for (uint32_t i = f.body + 1; i < f.nodes.size(); ++i) {
     const Node& el = f.nodes[i];
@@ -143,13 +149,13 @@ std::vector<PartitionRef> partitions_of(const Frame& f, const ProgramSet& ps) {
     for (uint32_t p : Children(f, parts)) {
       const Node& pn = f.nodes[p];
       if (pn.type == WireType::Int32) {
-        out.push_back({topic.topic, topic.by_id, static_cast<int32_t>(pn.v.i)});
+        out.push_back({{topic.topic, topic.by_id, static_cast<int32_t>(pn.v.i)}, i, p});
         continue;
       }
       if (pn.type != WireType::Struct) break;
       for (uint32_t c : Children(f, p))
         if (is_partition_index(f.nodes[c], ps.field(f.nodes[c].desc))) {
-          out.push_back({topic.topic, topic.by_id, static_cast<int32_t>(f.nodes[c].v.i)});
+          out.push_back({{topic.topic, topic.by_id, static_cast<int32_t>(f.nodes[c].v.i)}, i, p});
           break;
         }
     }

@@ -43,6 +43,13 @@ struct PartitionRef {
 // Every partition a request asks about, in order; the partitions a fetch
 // session forgets are not asked about.
 std::vector<PartitionRef> partitions_of(const Frame& request, const ProgramSet& ps);
+// The same, with where each lies in the frame: its topic's element and its own
+// (a partition's struct, or a plain index).
+struct PartitionSlot {
+  PartitionRef ref;
+  uint32_t topic = 0, element = 0;
+};
+std::vector<PartitionSlot> partition_slots(const Frame& request, const ProgramSet& ps);
 
 // The keys whose coordinator a request goes to, in order, without repeats: the
 // group ids of a group coordinator's request (TxnOffsetCommit's group), the

@@ -11,6 +11,7 @@
 #include "dissector/spec/spec_model.hpp"
 #include "replay/cluster.hpp"
 #include "replay/routing.hpp"
+#include "replay/split.hpp"
 #include "wire/wire.hpp"
 #include "wire/message_builder.hpp"
 
@@ -387,6 +388,68 @@ TEST(Placement, CoordinatorRequestsGoToTheirKeysCoordinator) {
   p = place_in(view, i.f);
   EXPECT_EQ(p.role, Role::AnyBroker);
   EXPECT_EQ(p.node, ClusterView::kUnknown);
+}
+
+// Splitting: a Produce v9 of three partitions on two leaders is cut into one
+// request per leader, and the answers join into one in the recorded shape
+// (bytes worked out by hand from the specs).
+TEST(Split, ARequestIsCutByPartitionAndTheAnswersJoinByTopic) {
+  // Produce v9: TransactionalId, Acks, TimeoutMs, TopicData [Name, PartitionData [Index, Records]].
+  auto produce = [](const std::vector<std::pair<std::string, std::vector<int>>>& topics) {
+    auto b = header(0, 9, true, "p");
+    b.cnull().i16(-1).i32(30000).carr(topics.size());
+    for (const auto& [name, parts] : topics) {
+      b.cstr(name).carr(parts.size());
+      for (int p : parts) b.i32(p).cnull().tags0();
+      b.tags0();
+    }
+    b.tags0();
+    return b;
+  };
+  const auto whole = decode(produce({{"orders", {0, 1}}, {"pages", {0}}}));
+  const auto slots = partition_slots(whole.f, ps());
+  ASSERT_EQ(slots.size(), 3u);
+  // orders-0 and pages-0 to one leader, orders-1 to another.
+  std::vector<uint8_t> first, second;
+  std::string error;
+  ASSERT_TRUE(keep_partitions(whole.f, ps(), {slots[0].element, slots[2].element}, first, error)) << error;
+  ASSERT_TRUE(keep_partitions(whole.f, ps(), {slots[1].element}, second, error)) << error;
+  EXPECT_EQ(first, produce({{"orders", {0}}, {"pages", {0}}}).message());
+  EXPECT_EQ(second, produce({{"orders", {1}}}).message());
+
+  // Produce v9 answer: Responses [Name, PartitionResponses [Index, ErrorCode, BaseOffset,
+  // LogAppendTimeMs, LogStartOffset, RecordErrors, ErrorMessage]], ThrottleTimeMs.
+  struct P { int index; long base; };
+  auto answer = [](const std::vector<std::pair<std::string, std::vector<P>>>& topics, int throttle) {
+    wire::MessageBuilder b;
+    b.i32(7).tags0().carr(topics.size());
+    for (const auto& [name, parts] : topics) {
+      b.cstr(name).carr(parts.size());
+      for (const P& p : parts) b.i32(p.index).i16(0).i64(p.base).i64(-1).i64(0).carr(0).cnull().tags0();
+      b.tags0();
+    }
+    b.i32(throttle).tags0();
+    return b.message();
+  };
+  const auto a = answer({{"orders", {{0, 10}}}, {"pages", {{0, 30}}}}, 5), b = answer({{"orders", {{1, 20}}}}, 9);
+  FrameDecoder dec(ps());
+  Frame fa, fb;
+  dec.decode_response(a, 0, 9, fa);
+  dec.decode_response(b, 0, 9, fb);
+  ASSERT_TRUE(fa.ok() && fb.ok());
+  std::vector<uint8_t> joined;
+  ASSERT_TRUE(join_answers({&fa, &fb}, ps(), joined, error)) << error;
+  // The first answer's fields (its throttle time); orders-1 joins orders under one element.
+  EXPECT_EQ(joined, answer({{"orders", {{0, 10}, {1, 20}}}, {"pages", {{0, 30}}}}, 5));
+  // A topic only a later answer has is added after the first answer's topics.
+  const auto c = answer({{"clicks", {{2, 40}}}}, 0);
+  Frame fc;
+  dec.decode_response(c, 0, 9, fc);
+  joined.clear();
+  ASSERT_TRUE(join_answers({&fb, &fc, &fa}, ps(), joined, error)) << error;
+  EXPECT_EQ(joined, answer({{"orders", {{1, 20}, {0, 10}}}, {"clicks", {{2, 40}}}, {"pages", {{0, 30}}}}, 9));
+  EXPECT_TRUE(splittable("ListOffsets"));
+  EXPECT_FALSE(splittable("Fetch"));
 }
 
 }  // namespace
