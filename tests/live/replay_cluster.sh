@@ -20,17 +20,20 @@
 #   the other connections to the controller port;
 # - exit 0 with 0 regressions, and the notes say where each recorded node went.
 #
-# Then the group apis (and ApiVersions, FindCoordinator) into the same cluster: a
-# client's coordinator connection goes where its group's coordinator lives on the
-# target, whatever node it was recorded to. Checked against Kafka's Admin
-# (testbed DescribeCluster) asked after the replay: every StreamsGroupHeartbeat of
-# stateful-app on the wire (tshark) went to the node Admin names, none was
-# answered NOT_COORDINATOR, and the run ended on its own with nothing unanswered
-# (NOT_COORDINATOR is charged to the retry budget, not waited out).
+# Then the whole capture into the same cluster, in fast timing, with no --map: it
+# replays clean (exit 0, no regression, nothing unanswered). Every request went
+# where its role lives on the target; checked on the wire (--record-out, decoded by
+# kwire decode: tshark 4.0 does not decode Produce v13 or Fetch v18) against Kafka's
+# Admin (testbed DescribeCluster) asked after the replay: each Produce went to the
+# leader of its partitions (one leader each: a Produce whose partitions have two was
+# to be split), each Fetch that starts a fetch session to the leader of its
+# partitions, each StreamsGroupHeartbeat of stateful-app to its coordinator; no Fetch
+# carries a replica id.
 #
-# The other requests go to their session's recorded node id (docs/replay.md, "A
-# cluster as the target"): a partition's leader on a fresh cluster is usually
-# another node than in the recording, so a whole replay is not clean yet.
+# Then the whole capture in recorded timing into a fresh cluster on the same
+# addresses, with --target naming node 1: clean too.
+#
+# Both clusters have the recording's broker setting (captures/MANIFEST.md).
 set -euo pipefail
 
 KWIRE=${1:?usage: replay_cluster.sh KWIRE_BINARY}
@@ -68,6 +71,9 @@ testbed_build
 
 # The cluster: ready once run-cluster writes its info file (every node answers
 # Metadata listing all three brokers unfenced); its own bound is a failure bound.
+# The recording's brokers had this setting (captures/MANIFEST.md); the capture's
+# IncrementalAlterConfigs of stateful-app needs it.
+KWIRE_BROKER_PROPS=group.streams.min.task.offset.interval.ms=1000 \
 KWIRE_CLUSTER_BASE_ADDR=127.0.0.41 KWIRE_CLUSTER_INFO=$WORK/cluster.env KWIRE_CLUSTER_LOG_DIR=$WORK \
     setsid "$REPO/testbed/run-cluster" 3 >"$WORK/run-cluster.out" 2>&1 &
 CLUSTER_SH=$!
@@ -146,39 +152,91 @@ if errors: sys.exit(1)
 print(f"replay_cluster: {len(replayed)} sessions to nodes {dict(sorted(want.items()))}; left out: replica fetch {replica}, controller {controller}")
 EOF
 
-# The group apis.
+# The whole capture.
 rc=0
 "$KWIRE" replay -r "$CAPTURE" --target "$NODE_2_ADDR:$BROKER_PORT" --timing fast -q \
-    --api ApiVersions,FindCoordinator,StreamsGroupHeartbeat,ConsumerGroupHeartbeat,JoinGroup,SyncGroup,Heartbeat,OffsetFetch,OffsetCommit,LeaveGroup \
-    --report "$WORK/groups.json" --record-out "$WORK/groups.pcapng" >"$WORK/replay.out" 2>&1 || rc=$?
-(( rc <= 1 )) || fail "kwire replay of the group apis exited $rc"
+    --report "$WORK/all.json" --record-out "$WORK/all.pcapng" >"$WORK/replay.out" 2>&1 || rc=$?
+(( rc <= 1 )) || fail "kwire replay of the whole capture exited $rc"
 java -cp "$TESTBED_CP" kwire.testbed.DescribeCluster "$BOOTSTRAP" groups=stateful-app >"$WORK/roles.txt" 2>&1 ||
     { cat "$WORK/roles.txt" >&2; fail "DescribeCluster (Kafka's Admin) failed"; }
-tshark -r "$WORK/groups.pcapng" -d "tcp.port==$BROKER_PORT,kafka" -Y 'kafka.request_key == 88' -T fields -e ip.dst \
-    >"$WORK/heartbeats.tsv" 2>/dev/null
-python3 - "$WORK" "$BROKER_PORT" <<'EOF2' || fail "see above"
+"$KWIRE" decode -r "$WORK/all.pcapng" -p "$BROKER_PORT" -T json --api Produce,Fetch,StreamsGroupHeartbeat \
+    >"$WORK/all.jsonl" 2>"$WORK/decode.err" || { cat "$WORK/decode.err" >&2; fail "kwire decode of the replay's own traffic failed"; }
+python3 - "$WORK" "$rc" <<'EOF3' || fail "see above"
 import json, re, sys
-work, port = sys.argv[1], sys.argv[2]
-roles = open(f"{work}/roles.txt").read()
-brokers = dict(re.findall(r"broker (\d+) (\S+)", roles))
-m = re.search(r"coordinator stateful-app (\d+) ", roles)
-if not m or m.group(1) not in brokers: sys.exit(f"replay_cluster: FAIL: no coordinator of stateful-app in:\n{roles}")
-want = brokers[m.group(1)].rsplit(":", 1)[0]
-sent = [l.strip() for l in open(f"{work}/heartbeats.tsv") if l.strip()]
+work, rc = sys.argv[1], int(sys.argv[2])
+admin = open(f"{work}/roles.txt").read()
+addr = {n: a.rsplit(":", 1)[0] for n, a in re.findall(r"broker (\d+) (\S+)", admin)}
+leader = {}   # (topic name or id, partition) -> address of its leader
+for name, p, node, tid in re.findall(r"leader (\S+) (\d+) (-?\d+) .* id=(\S+)", admin):
+    if node in addr: leader[(name, int(p))] = leader[(tid, int(p))] = addr[node]
+m = re.search(r"coordinator stateful-app (\d+) ", admin)
+coordinator = addr.get(m.group(1)) if m else None
+report = json.load(open(f"{work}/all.json"))
+summary, notes = report["summary"], "\n".join(report["notes"])
 errors = []
-if not sent: errors.append("no StreamsGroupHeartbeat on the wire")
-elsewhere = sorted(set(d for d in sent if d != want))
-if elsewhere: errors.append(f"StreamsGroupHeartbeat sent to {elsewhere}; the coordinator of stateful-app is node {m.group(1)} at {want}")
-report = json.load(open(f"{work}/groups.json"))
-summary = report["summary"]
-if summary["unanswered"]: errors.append(f"{summary['unanswered']} unanswered")
-if summary.get("stopped"): errors.append(f"the run stopped early: {summary['stopped']}")
-wrong = [r for r in report["regressions"] if r["api"] == "StreamsGroupHeartbeat" and r.get("replayedName") == "NOT_COORDINATOR"]
-if wrong: errors.append(f"{len(wrong)} StreamsGroupHeartbeat answered NOT_COORDINATOR, first frame {wrong[0]['frame']}")
-notes = "\n".join(report["notes"])
-if "coordinator connections" not in notes: errors.append(f"no note on coordinator connections in:\n{notes}")
-for e in errors: print("replay_cluster: FAIL:", e, file=sys.stderr)
+def need(ok, what):
+    if not ok: errors.append(what)
+need(rc == 0, f"kwire replay exited {rc}")
+need(summary["regressions"] == 0, f"{summary['regressions']} regressions, first: {report['regressions'][:1]}")
+need(summary["unanswered"] == 0, f"{summary['unanswered']} unanswered")
+need(not summary.get("stopped"), f"the run stopped early: {summary.get('stopped')}")
+need(coordinator, f"no coordinator of stateful-app in:\n{admin}")
+need(re.search(r"requests went to another target node than their session's, where their role lives: .*partition leader", notes),
+     f"no note on requests routed to partition leaders in:\n{notes}")
+checked, heartbeats = {"Produce": 0, "Fetch": 0}, 0
+for line in open(f"{work}/all.jsonl"):
+    o = json.loads(line)
+    if o.get("direction") != "request": continue
+    body, dst, api = o["body"], o["dst"].rsplit(":", 1)[0], o["apiName"]
+    if api == "StreamsGroupHeartbeat":
+        heartbeats += 1
+        need(dst == coordinator, f"StreamsGroupHeartbeat to {dst}; Admin names the coordinator of stateful-app at {coordinator} (frame {o['frame']})")
+        continue
+    if api == "Fetch":
+        replica = body.get("replicaId", body.get("replicaState", {}).get("replicaId", -1))
+        need(replica < 0, f"a Fetch with replica id {replica} reached the target (frame {o['frame']})")
+        # A fetch session's later fetches stay where it began (any replica serves them).
+        if body.get("sessionEpoch", -1) > 0: continue
+        parts = [(t.get("topic") or t.get("topicId"), p["partition"]) for t in body.get("topics", []) for p in t["partitions"]]
+    else:
+        parts = [(t.get("name") or t.get("topicId"), p["index"]) for t in body.get("topicData", []) for p in t["partitionData"]]
+    want = {leader.get(k) for k in parts}
+    if not parts or None in want: continue
+    if api == "Produce": need(len(want) == 1, f"a Produce of {parts} spans the leaders {want} (frame {o['frame']}): it was to be split")
+    if len(want) != 1: continue
+    checked[api] += 1
+    need(dst in want, f"{api} of {parts} went to {dst}; Admin names the leader at {want.pop()} (frame {o['frame']})")
+need(checked["Produce"] >= 50 and checked["Fetch"] >= 10, f"too few requests checked against Admin's leaders: {checked}")
+need(heartbeats > 0, "no StreamsGroupHeartbeat on the wire")
+for e in errors[:20]: print("replay_cluster: FAIL:", e, file=sys.stderr)
 if errors: sys.exit(1)
-print(f"replay_cluster: {len(sent)} StreamsGroupHeartbeat to node {m.group(1)} ({want}), the coordinator Admin names")
-EOF2
+print(f"replay_cluster: fast timing clean; {checked['Produce']} Produce and {checked['Fetch']} Fetch went to the leader "
+      f"and {heartbeats} StreamsGroupHeartbeat to the coordinator Admin names")
+EOF3
+
+# Recorded timing, into a fresh cluster on the same addresses.
+stop_pid "$CLUSTER_SH" TERM 90
+rm -f "$WORK/cluster.env"
+KWIRE_BROKER_PROPS=group.streams.min.task.offset.interval.ms=1000 \
+KWIRE_CLUSTER_BASE_ADDR=127.0.0.41 KWIRE_CLUSTER_INFO=$WORK/cluster.env KWIRE_CLUSTER_LOG_DIR=$WORK \
+    setsid "$REPO/testbed/run-cluster" 3 >"$WORK/run-cluster.out" 2>&1 &
+CLUSTER_SH=$!
+while [[ ! -s $WORK/cluster.env ]] || ! grep -q '^NODE_3_LOG=' "$WORK/cluster.env"; do
+    kill -0 "$CLUSTER_SH" 2>/dev/null || fail "run-cluster exited before the second cluster was ready"
+    sleep 0.5
+done
+source "$WORK/cluster.env"
+rc=0
+"$KWIRE" replay -r "$CAPTURE" --target "$NODE_1_ADDR:$BROKER_PORT" -q --report "$WORK/recorded.json" \
+    >"$WORK/replay.out" 2>&1 || rc=$?
+python3 - "$WORK/recorded.json" "$rc" <<'EOF4' || fail "see above"
+import json, sys
+report, rc = json.load(open(sys.argv[1])), int(sys.argv[2])
+s = report["summary"]
+errors = [e for ok, e in [(rc == 0, f"kwire replay exited {rc}"), (s["regressions"] == 0, f"{s['regressions']} regressions, first: {report['regressions'][:1]}"),
+                          (s["unanswered"] == 0, f"{s['unanswered']} unanswered"), (not s.get("stopped"), f"stopped: {s.get('stopped')}")] if not ok]
+for e in errors: print("replay_cluster: FAIL (recorded timing):", e, file=sys.stderr)
+if errors: sys.exit(1)
+print(f"replay_cluster: recorded timing clean: {s['sent']} requests, {s['same']} the same, {s['ignoredOnly']} differing only in ignored fields")
+EOF4
 note "ok"

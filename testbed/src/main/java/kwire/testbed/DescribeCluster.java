@@ -25,7 +25,7 @@ import org.apache.kafka.common.utils.Utils;
  * <pre>
  * broker 1 127.0.0.11:9092
  * controller 2
- * leader clicks 0 2 replicas=2,3,1 isr=2,3,1
+ * leader clicks 0 2 replicas=2,3,1 isr=2,3,1 id=Bg3R7XaKS1ioZVRsuWFdvQ
  * coordinator stateful-app 3 partition=17
  * </pre>
  */
@@ -48,7 +48,7 @@ public final class DescribeCluster {
                 for (TopicPartitionInfo p : t.partitions()) {
                     System.out.println("leader " + t.name() + " " + p.partition() + " "
                             + (p.leader() == null ? -1 : p.leader().id())
-                            + " replicas=" + ids(p.replicas()) + " isr=" + ids(p.isr()));
+                            + " replicas=" + ids(p.replicas()) + " isr=" + ids(p.isr()) + " id=" + t.topicId());
                 }
             }
             TopicDescription offsets = topics.get("__consumer_offsets");
