@@ -1616,7 +1616,18 @@ void Engine::answered(LiveConn& c, InFlight f, std::span<const uint8_t> msg, int
   // the timer fires.
   const bool delayed = live_class == 0 && live_.ok() && assignment_delayed_only_live(ps_, recorded_resp_, live_);
   const bool charged = !coordinator_only;
-  if (should_retry(delayed ? 1 : live_class, recorded_class, live_.ok(), now - f.first_sent_us,
+  // An incremental fetch the broker answered (errors only in partitions) has
+  // spent its session epoch: the same request again would be answered
+  // INVALID_FETCH_SESSION_EPOCH, so its partitions' errors are compared.
+  bool epoch_spent = false;
+  if (e.api_key == 1 && live_.ok() && live_.body) {
+    const Node* top = find_field(live_, ps_, live_.body, "ErrorCode");
+    Frame& sent = placing_;
+    dec_.decode_request(f.bytes, sent);
+    const Node* epoch = sent.ok() && sent.body ? find_field(sent, ps_, sent.body, "SessionEpoch") : nullptr;
+    epoch_spent = epoch && epoch->v.i > 0 && top && top->v.i == 0;
+  }
+  if (!epoch_spent && should_retry(delayed ? 1 : live_class, recorded_class, live_.ok(), now - f.first_sent_us,
                    std::min<int64_t>(static_cast<int64_t>(o_.timeout_s * 1e6), kRetryForUs), f.attempts, sess.retry,
                    now - f.sent_us + backoff, charged)) {
     // The target is not ready where the recorded broker was (a coordinator
