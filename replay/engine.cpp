@@ -433,6 +433,14 @@ struct LiveConn {
   std::map<int32_t, LiveConn*> sides;  // the session's own connection: node -> its side link
   std::deque<InFlight> handed;       // to be sent once the link is up
   std::map<int16_t, int32_t> last_node;  // api key -> node its last request went to
+  // Fetch on a cluster: the recorded fetch session becomes one per target node
+  // that leads some of its partitions; kwire keeps their ids and epochs.
+  struct NodeFetch {
+    int32_t id = 0;
+    int32_t epoch = 0;   // the next to send
+  };
+  std::map<int32_t, NodeFetch> fetches;                              // node -> its fetch session
+  std::map<std::pair<std::string, int32_t>, int32_t> fetch_node;     // partition (as recorded) -> its node
 };
 
 LiveConn& session(LiveConn& c) { return c.owner ? *c.owner : c; }
@@ -537,8 +545,13 @@ class Engine {
   struct Split {
     InFlight whole;
     std::vector<std::vector<uint8_t>> answers;
+    std::vector<int32_t> nodes;      // where each part went
     size_t answered = 0;
   };
+  // A Fetch: one per target node of the session's partitions, each in that
+  // node's fetch session (LiveConn::fetches).
+  bool fetch_split(LiveConn& c, InFlight& f, int64_t now, bool first);
+  uint32_t fetch_parts_ = 0, fetches_split_ = 0;
   std::unordered_map<uint64_t, Split> splits_;
   static uint64_t split_key(uint32_t session, uint32_t exchange) { return (uint64_t{session} << 32) | exchange; }
   // A part given up (its link dropped): true when its exchange is to be
@@ -1419,6 +1432,7 @@ void Engine::dispatch(LiveConn& c, InFlight f, int64_t now, bool first) {
     const Exchange& e = c.s->exchanges[f.exchange];
     const MessageProgram* m = ps_.find(e.api_key, e.api_version, Direction::Request);
     if (m && !e.malformed && splittable(m->api_name) && split(c, f, now, first)) return;
+    if (m && !e.malformed && m->api_name == "Fetch" && fetch_split(c, f, now, first)) return;
   }
   transmit(routing ? link_for(c, f.exchange, first) : c, std::move(f), now);
 }
@@ -1462,6 +1476,86 @@ bool Engine::split(LiveConn& c, InFlight& f, int64_t now, bool first) {
   parts_sent_ += static_cast<uint32_t>(parts.size());
   Split& sp = splits_[split_key(c.s->id, f.exchange)];
   sp.answers.assign(parts.size(), {});
+  sp.nodes = nodes;
+  sp.answered = 0;
+  sp.whole = std::move(f);
+  for (size_t k = 0; k < parts.size(); ++k) transmit(link_to(c, nodes[k]), std::move(parts[k]), now);
+  return true;
+}
+
+bool Engine::fetch_split(LiveConn& c, InFlight& f, int64_t now, bool first) {
+  const Exchange& e = c.s->exchanges[f.exchange];
+  dec_.decode_request(e.request, placing_);
+  if (!placing_.ok() || !placing_.body) return false;
+  const Node* recorded_id = find_field(placing_, ps_, placing_.body, "SessionId");
+  const Node* recorded_epoch = find_field(placing_, ps_, placing_.body, "SessionEpoch");
+  if (!recorded_id || !recorded_epoch) return false;  // before fetch sessions (v7)
+  const int64_t epoch = recorded_epoch->v.i;
+  // A new session (epoch 0) begins anew on every node; without one (-1) each
+  // fetch stands alone. An incremental fetch keeps its partitions where the
+  // session placed them and polls every node of the session.
+  if (epoch == 0) c.fetches.clear(), c.fetch_node.clear();
+  const auto slots = partition_slots(placing_, ps_);
+  std::vector<int32_t> node_of(slots.size(), ClusterView::kUnknown), nodes;
+  if (epoch > 0)
+    for (const auto& [node, session] : c.fetches) nodes.push_back(node);
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const PartitionRef& p = slots[i].ref;
+    const auto key = std::make_pair(p.topic, p.partition);
+    auto owned = c.fetch_node.find(key);
+    int32_t node = owned != c.fetch_node.end() ? owned->second : ClusterView::kUnknown;
+    if (node == ClusterView::kUnknown) {
+      const std::string name = p.by_id ? state_.recorded_topic_name_of_text(p.topic) : p.topic;
+      if (!name.empty()) node = target_view_.leader(o_.renames.topic_prefix + name, p.partition);
+      if (node == ClusterView::kUnknown) node = c.target_node;
+      if (epoch >= 0) c.fetch_node[key] = node;
+    }
+    node_of[i] = node;
+    if (std::find(nodes.begin(), nodes.end(), node) == nodes.end()) nodes.push_back(node);
+  }
+  if (nodes.empty()) nodes.push_back(c.target_node);
+  Frame sent;
+  dec_.decode_request(f.bytes, sent);
+  const auto live = partition_slots(sent, ps_);
+  if (!sent.ok() || live.size() != slots.size()) return false;
+  const Node* sid = find_field(sent, ps_, sent.body, "SessionId");
+  const Node* sepoch = find_field(sent, ps_, sent.body, "SessionEpoch");
+  if (!sid || !sepoch) return false;
+  const auto id_at = static_cast<uint32_t>(sid - sent.nodes.data()), epoch_at = static_cast<uint32_t>(sepoch - sent.nodes.data());
+  std::vector<InFlight> parts;
+  bool elsewhere = false;
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    std::vector<uint32_t> keep;
+    for (size_t i = 0; i < live.size(); ++i)
+      if (node_of[i] == nodes[k]) keep.push_back(live[i].element);
+    LiveConn::NodeFetch& session = c.fetches[nodes[k]];
+    Frame& part_frame = sent;  // each part sets both fields before it is cut
+    if (epoch < 0) {
+      part_frame.nodes[id_at].v.i = recorded_id->v.i != 0 ? session.id : 0;
+      part_frame.nodes[epoch_at].v.i = -1;
+    } else if (epoch == 0 || session.id == 0) {
+      // A node new to the session begins one of its own.
+      part_frame.nodes[id_at].v.i = 0;
+      part_frame.nodes[epoch_at].v.i = 0;
+      session.epoch = 1;
+    } else {
+      part_frame.nodes[id_at].v.i = session.id;
+      part_frame.nodes[epoch_at].v.i = session.epoch;
+      session.epoch = session.epoch == INT32_MAX ? 1 : session.epoch + 1;
+    }
+    InFlight part{f.exchange, 0, f.sent_us, f.deadline_us, {}, f.attempts, f.first_sent_us};
+    std::string error;
+    if (!keep_partitions(part_frame, ps_, keep, part.bytes, error)) return false;
+    part.part = static_cast<int32_t>(k);
+    parts.push_back(std::move(part));
+    elsewhere |= nodes[k] != c.target_node;
+  }
+  if (first && elsewhere) ++routed_[Role::PartitionLeader];
+  if (first && nodes.size() > 1) ++fetches_split_;
+  fetch_parts_ += static_cast<uint32_t>(parts.size());
+  Split& sp = splits_[split_key(c.s->id, f.exchange)];
+  sp.answers.assign(parts.size(), {});
+  sp.nodes = nodes;
   sp.answered = 0;
   sp.whole = std::move(f);
   for (size_t k = 0; k < parts.size(); ++k) transmit(link_to(c, nodes[k]), std::move(parts[k]), now);
@@ -1550,8 +1644,18 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
     auto sp = splits_.find(split_key(c.s->id, f.exchange));
     if (sp == splits_.end()) return;  // given up
     sp->second.answers[static_cast<size_t>(f.part)].assign(msg.begin(), msg.end());
-    if (++sp->second.answered < sp->second.answers.size()) return;
     const Exchange& e = c.s->exchanges[f.exchange];
+    if (e.api_key == 1) {
+      // The node's fetch session: the id it gave, or none any more.
+      Frame& answer = placing_;
+      dec_.decode_response(msg, e.api_key, e.api_version, answer);
+      const Node* error = answer.ok() && answer.body ? find_field(answer, ps_, answer.body, "ErrorCode") : nullptr;
+      const Node* id = answer.ok() && answer.body ? find_field(answer, ps_, answer.body, "SessionId") : nullptr;
+      auto& fetch = session(c).fetches[sp->second.nodes[static_cast<size_t>(f.part)]];
+      if (error && error->v.i == 0 && id && id->v.i != 0) fetch.id = static_cast<int32_t>(id->v.i);
+      else if (error && error->v.i != 0) fetch = {};  // FETCH_SESSION_ID_NOT_FOUND and the like: the next begins anew
+    }
+    if (++sp->second.answered < sp->second.answers.size()) return;
     std::vector<Frame> frames(sp->second.answers.size());
     std::vector<const Frame*> answers;
     for (size_t k = 0; k < frames.size(); ++k) {
@@ -1620,7 +1724,7 @@ void Engine::answered(LiveConn& c, InFlight f, std::span<const uint8_t> msg, int
   // spent its session epoch: the same request again would be answered
   // INVALID_FETCH_SESSION_EPOCH, so its partitions' errors are compared.
   bool epoch_spent = false;
-  if (e.api_key == 1 && live_.ok() && live_.body) {
+  if (e.api_key == 1 && live_class == 1 && live_.ok() && live_.body) {
     const Node* top = find_field(live_, ps_, live_.body, "ErrorCode");
     Frame& sent = placing_;
     dec_.decode_request(f.bytes, sent);
@@ -2073,6 +2177,10 @@ bool Engine::run(std::string& error) {
     out_.notes.push_back(std::to_string(split_frames_.size()) + (split_frames_.size() == 1 ? " request was" : " requests were") +
                          " split into one request per target leader of their partitions (" + std::to_string(parts_sent_) +
                          " parts sent, retries included), the answers joined: frames " + frames(split_frames_));
+  if (fetches_split_)
+    out_.notes.push_back(std::to_string(fetches_split_) + (fetches_split_ == 1 ? " fetch" : " fetches") +
+                         " named partitions whose leaders are on several target nodes: each session fetches from each "
+                         "of them in a fetch session of its own there (" + std::to_string(fetch_parts_) + " fetches sent)");
   if (!unsplit_frames_.empty())
     out_.notes.push_back(std::to_string(unsplit_frames_.size()) + (unsplit_frames_.size() == 1 ? " request names" : " requests name") +
                          " partitions or keys that live on several target nodes and went whole to the first one's node "

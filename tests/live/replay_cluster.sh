@@ -25,13 +25,14 @@
 # where its role lives on the target; checked on the wire (--record-out, decoded by
 # kwire decode: tshark 4.0 does not decode Produce v13 or Fetch v18) against Kafka's
 # Admin (testbed DescribeCluster) asked after the replay: each Produce went to the
-# leader of its partitions (one leader each: a Produce whose partitions have two was
-# to be split), each Fetch that starts a fetch session to the leader of its
-# partitions, each StreamsGroupHeartbeat of stateful-app to its coordinator; no Fetch
-# carries a replica id.
+# leader of its partitions, and so did each Fetch (none names partitions of two
+# leaders: a Produce is split by leader, a fetch session becomes one per leader),
+# each StreamsGroupHeartbeat of stateful-app to its coordinator; no Fetch carries a
+# replica id.
 #
 # Then the whole capture in recorded timing into a fresh cluster on the same
-# addresses, with --target naming node 1: clean too.
+# addresses, with --target naming node 1: clean too. Then captures of one broker
+# (demo, classic-consumer) into that cluster, --target naming node 3: clean.
 #
 # Both clusters have the recording's broker setting (captures/MANIFEST.md).
 set -euo pipefail
@@ -181,8 +182,9 @@ need(summary["regressions"] == 0, f"{summary['regressions']} regressions, first:
 need(summary["unanswered"] == 0, f"{summary['unanswered']} unanswered")
 need(not summary.get("stopped"), f"the run stopped early: {summary.get('stopped')}")
 need(coordinator, f"no coordinator of stateful-app in:\n{admin}")
-need(re.search(r"requests went to another target node than their session's, where their role lives: .*partition leader", notes),
-     f"no note on requests routed to partition leaders in:\n{notes}")
+# (How many requests went to another node than their session's depends on where
+# the fresh cluster put the leaders: in some runs they are the recording's.)
+routed = re.search(r"(\d+) requests? went to another target node than their session's", notes)
 checked, heartbeats = {"Produce": 0, "Fetch": 0}, 0
 for line in open(f"{work}/all.jsonl"):
     o = json.loads(line)
@@ -195,14 +197,12 @@ for line in open(f"{work}/all.jsonl"):
     if api == "Fetch":
         replica = body.get("replicaId", body.get("replicaState", {}).get("replicaId", -1))
         need(replica < 0, f"a Fetch with replica id {replica} reached the target (frame {o['frame']})")
-        # A fetch session's later fetches stay where it began (any replica serves them).
-        if body.get("sessionEpoch", -1) > 0: continue
         parts = [(t.get("topic") or t.get("topicId"), p["partition"]) for t in body.get("topics", []) for p in t["partitions"]]
     else:
         parts = [(t.get("name") or t.get("topicId"), p["index"]) for t in body.get("topicData", []) for p in t["partitionData"]]
     want = {leader.get(k) for k in parts}
     if not parts or None in want: continue
-    if api == "Produce": need(len(want) == 1, f"a Produce of {parts} spans the leaders {want} (frame {o['frame']}): it was to be split")
+    need(len(want) == 1, f"a {api} of {parts} spans the leaders {want} (frame {o['frame']}): it was to be split")
     if len(want) != 1: continue
     checked[api] += 1
     need(dst in want, f"{api} of {parts} went to {dst}; Admin names the leader at {want.pop()} (frame {o['frame']})")
@@ -211,7 +211,8 @@ need(heartbeats > 0, "no StreamsGroupHeartbeat on the wire")
 for e in errors[:20]: print("replay_cluster: FAIL:", e, file=sys.stderr)
 if errors: sys.exit(1)
 print(f"replay_cluster: fast timing clean; {checked['Produce']} Produce and {checked['Fetch']} Fetch went to the leader "
-      f"and {heartbeats} StreamsGroupHeartbeat to the coordinator Admin names")
+      f"and {heartbeats} StreamsGroupHeartbeat to the coordinator Admin names; "
+      f"{routed.group(1) if routed else 0} requests to another node than their session's")
 EOF3
 
 # Recorded timing, into a fresh cluster on the same addresses.
@@ -239,4 +240,25 @@ for e in errors: print("replay_cluster: FAIL (recorded timing):", e, file=sys.st
 if errors: sys.exit(1)
 print(f"replay_cluster: recorded timing clean: {s['sent']} requests, {s['same']} the same, {s['ignoredOnly']} differing only in ignored fields")
 EOF4
+
+# Captures of one broker into the same cluster (their topics and groups are not the
+# cluster capture's): their requests go where the roles live (how many go to
+# another node than --target depends on where the cluster put them), clean.
+for cap in demo classic-consumer; do
+    rc=0
+    "$KWIRE" replay -r "$REPO/captures/$cap.pcapng" --target "$NODE_3_ADDR:$BROKER_PORT" --timing fast --setup -q \
+        --report "$WORK/$cap.json" >"$WORK/replay.out" 2>&1 || rc=$?
+    python3 - "$WORK/$cap.json" "$rc" "$cap" <<'EOF5' || fail "see above"
+import json, re, sys
+report, rc, cap = json.load(open(sys.argv[1])), int(sys.argv[2]), sys.argv[3]
+s, notes = report["summary"], "\n".join(report["notes"])
+errors = [e for ok, e in [(rc == 0, f"kwire replay exited {rc}"), (s["regressions"] == 0, f"{s['regressions']} regressions, first: {report['regressions'][:1]}"),
+                          (s["unanswered"] == 0, f"{s['unanswered']} unanswered")] if not ok]
+for e in errors: print(f"replay_cluster: FAIL ({cap}.pcapng, one broker, into the cluster):", e, file=sys.stderr)
+if errors: sys.exit(1)
+routed = re.search(r"(\d+) requests? went to another target node", notes)
+print(f"replay_cluster: {cap}.pcapng (one broker) into the cluster clean: {s['sent']} requests, "
+      f"{routed.group(1) if routed else 0} of them to another node than --target")
+EOF5
+done
 note "ok"
