@@ -563,6 +563,7 @@ class Engine {
   uint32_t parts_sent_ = 0;
   // Puts a prepared request on `link`'s wire: now if it is up, else once it is.
   void transmit(LiveConn& link, InFlight f, int64_t now);
+  void put_on_wire(LiveConn& link, InFlight f, int64_t now);
   size_t in_flight(const LiveConn& c) const;
   void revive(LiveConn& link) { if (link.st == LiveConn::St::Done) link.st = LiveConn::St::Idle; }
   // What the target answered of a partition's leader or a coordinator moved:
@@ -1243,7 +1244,7 @@ void Engine::pump(LiveConn& c, int64_t now, int64_t& wake) {
     while (!c.handed.empty()) {
       InFlight f = std::move(c.handed.front());
       c.handed.pop_front();
-      transmit(c, std::move(f), now);
+      put_on_wire(c, std::move(f), now);
     }
     while (!c.retries.empty() && c.retries.front().due_us <= now) {
       Retry r = std::move(c.retries.front());
@@ -1354,8 +1355,8 @@ size_t Engine::in_flight(const LiveConn& c) const {
 }
 
 void Engine::transmit(LiveConn& link, InFlight f, int64_t now) {
-  link.handed.push_back(std::move(f));
   if (link.st != LiveConn::St::Up) {
+    link.handed.push_back(std::move(f));
     revive(link);
     return;
   }
@@ -1363,15 +1364,20 @@ void Engine::transmit(LiveConn& link, InFlight f, int64_t now) {
   while (!link.handed.empty()) {
     InFlight g = std::move(link.handed.front());
     link.handed.pop_front();
-    g.corr = ++link.corr;
-    if (g.bytes.size() >= 12) wire::store_be32(g.bytes.data() + 8, static_cast<uint32_t>(g.corr));
-    g.deadline_us = now + (g.deadline_us - g.sent_us);
-    g.sent_us = now;
-    link.out.insert(link.out.end(), g.bytes.begin(), g.bytes.end());
-    if (traffic_.active()) traffic_.data(link.flow, true, g.bytes);
-    if (g.expects) link.inflight.push_back(std::move(g));
-    else finish(link, g.exchange, Outcome::NotExpected, "no response expected (acks=0)");
+    put_on_wire(link, std::move(g), now);
   }
+  put_on_wire(link, std::move(f), now);
+}
+
+void Engine::put_on_wire(LiveConn& link, InFlight g, int64_t now) {
+  g.corr = ++link.corr;
+  if (g.bytes.size() >= 12) wire::store_be32(g.bytes.data() + 8, static_cast<uint32_t>(g.corr));
+  g.deadline_us = now + (g.deadline_us - g.sent_us);
+  g.sent_us = now;
+  link.out.insert(link.out.end(), g.bytes.begin(), g.bytes.end());
+  if (traffic_.active()) traffic_.data(link.flow, true, g.bytes);
+  if (g.expects) link.inflight.push_back(std::move(g));
+  else finish(link, g.exchange, Outcome::NotExpected, "no response expected (acks=0)");
 }
 
 LiveConn& Engine::link_for(LiveConn& c, uint32_t idx, bool first) {
