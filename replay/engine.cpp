@@ -551,6 +551,11 @@ class Engine {
   // A Fetch: one per target node of the session's partitions, each in that
   // node's fetch session (LiveConn::fetches).
   bool fetch_split(LiveConn& c, InFlight& f, int64_t now, bool first);
+  // Part k of request `whole`: `sent` (the request as sent) with only the
+  // partitions `keep`; `ok` false when it cannot be cut.
+  InFlight part_of(const InFlight& whole, const Frame& sent, const std::vector<uint32_t>& keep, size_t k, bool& ok);
+  // Registers the split of `whole` and hands part k to the session's link to nodes[k].
+  void send_parts(LiveConn& c, InFlight& whole, std::vector<InFlight>& parts, const std::vector<int32_t>& nodes, int64_t now);
   uint32_t fetch_parts_ = 0, fetches_split_ = 0;
   std::unordered_map<uint64_t, Split> splits_;
   static uint64_t split_key(uint32_t session, uint32_t exchange) { return (uint64_t{session} << 32) | exchange; }
@@ -1469,24 +1474,35 @@ bool Engine::split(LiveConn& c, InFlight& f, int64_t now, bool first) {
     std::vector<uint32_t> keep;
     for (size_t i = 0; i < live.size(); ++i)
       if (leader[i] == nodes[k] || (leader[i] == ClusterView::kUnknown && k == 0)) keep.push_back(live[i].element);
-    InFlight part{f.exchange, 0, f.sent_us, f.deadline_us, {}, f.attempts, f.first_sent_us};
-    std::string error;
-    if (!keep_partitions(sent, ps_, keep, part.bytes, error)) return false;
-    part.part = static_cast<int32_t>(k);
-    parts.push_back(std::move(part));
+    bool ok = false;
+    parts.push_back(part_of(f, sent, keep, k, ok));
+    if (!ok) return false;
   }
   if (first) {
     split_frames_.push_back(e.frame);
     ++routed_[Role::PartitionLeader];
   }
   parts_sent_ += static_cast<uint32_t>(parts.size());
-  Split& sp = splits_[split_key(c.s->id, f.exchange)];
+  send_parts(c, f, parts, nodes, now);
+  return true;
+}
+
+InFlight Engine::part_of(const InFlight& whole, const Frame& sent, const std::vector<uint32_t>& keep, size_t k, bool& ok) {
+  InFlight part{whole.exchange, 0, whole.sent_us, whole.deadline_us, {}, whole.attempts, whole.first_sent_us};
+  part.part = static_cast<int32_t>(k);
+  std::string error;
+  ok = keep_partitions(sent, ps_, keep, part.bytes, error);
+  return part;
+}
+
+void Engine::send_parts(LiveConn& c, InFlight& whole, std::vector<InFlight>& parts, const std::vector<int32_t>& nodes,
+                        int64_t now) {
+  Split& sp = splits_[split_key(c.s->id, whole.exchange)];
   sp.answers.assign(parts.size(), {});
   sp.nodes = nodes;
   sp.answered = 0;
-  sp.whole = std::move(f);
+  sp.whole = std::move(whole);
   for (size_t k = 0; k < parts.size(); ++k) transmit(link_to(c, nodes[k]), std::move(parts[k]), now);
-  return true;
 }
 
 bool Engine::fetch_split(LiveConn& c, InFlight& f, int64_t now, bool first) {
@@ -1549,22 +1565,15 @@ bool Engine::fetch_split(LiveConn& c, InFlight& f, int64_t now, bool first) {
       part_frame.nodes[epoch_at].v.i = session.epoch;
       session.epoch = session.epoch == INT32_MAX ? 1 : session.epoch + 1;
     }
-    InFlight part{f.exchange, 0, f.sent_us, f.deadline_us, {}, f.attempts, f.first_sent_us};
-    std::string error;
-    if (!keep_partitions(part_frame, ps_, keep, part.bytes, error)) return false;
-    part.part = static_cast<int32_t>(k);
-    parts.push_back(std::move(part));
+    bool ok = false;
+    parts.push_back(part_of(f, part_frame, keep, k, ok));
+    if (!ok) return false;
     elsewhere |= nodes[k] != c.target_node;
   }
   if (first && elsewhere) ++routed_[Role::PartitionLeader];
   if (first && nodes.size() > 1) ++fetches_split_;
   fetch_parts_ += static_cast<uint32_t>(parts.size());
-  Split& sp = splits_[split_key(c.s->id, f.exchange)];
-  sp.answers.assign(parts.size(), {});
-  sp.nodes = nodes;
-  sp.answered = 0;
-  sp.whole = std::move(f);
-  for (size_t k = 0; k < parts.size(); ++k) transmit(link_to(c, nodes[k]), std::move(parts[k]), now);
+  send_parts(c, f, parts, nodes, now);
   return true;
 }
 

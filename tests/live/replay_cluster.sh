@@ -70,19 +70,23 @@ trap cleanup EXIT
 
 testbed_build
 
-# The cluster: ready once run-cluster writes its info file (every node answers
-# Metadata listing all three brokers unfenced); its own bound is a failure bound.
-# The recording's brokers had this setting (captures/MANIFEST.md); the capture's
-# IncrementalAlterConfigs of stateful-app needs it.
-KWIRE_BROKER_PROPS=group.streams.min.task.offset.interval.ms=1000 \
-KWIRE_CLUSTER_BASE_ADDR=127.0.0.41 KWIRE_CLUSTER_INFO=$WORK/cluster.env KWIRE_CLUSTER_LOG_DIR=$WORK \
-    setsid "$REPO/testbed/run-cluster" 3 >"$WORK/run-cluster.out" 2>&1 &
-CLUSTER_SH=$!
-while [[ ! -s $WORK/cluster.env ]] || ! grep -q '^NODE_3_LOG=' "$WORK/cluster.env"; do
-    kill -0 "$CLUSTER_SH" 2>/dev/null || fail "run-cluster exited before the cluster was ready"
-    sleep 0.5
-done
-source "$WORK/cluster.env"
+# A fresh cluster on 127.0.0.41-43, with the recording's brokers' setting
+# (captures/MANIFEST.md; the capture's IncrementalAlterConfigs of stateful-app needs
+# it). Ready once run-cluster writes its info file (every node answers Metadata
+# listing all three brokers unfenced); its own bound is a failure bound.
+start_cluster() {
+    rm -f "$WORK/cluster.env"
+    KWIRE_BROKER_PROPS=group.streams.min.task.offset.interval.ms=1000 \
+    KWIRE_CLUSTER_BASE_ADDR=127.0.0.41 KWIRE_CLUSTER_INFO=$WORK/cluster.env KWIRE_CLUSTER_LOG_DIR=$WORK \
+        setsid "$REPO/testbed/run-cluster" 3 >"$WORK/run-cluster.out" 2>&1 &
+    CLUSTER_SH=$!
+    while [[ ! -s $WORK/cluster.env ]] || ! grep -q '^NODE_3_LOG=' "$WORK/cluster.env"; do
+        kill -0 "$CLUSTER_SH" 2>/dev/null || fail "run-cluster exited before the cluster was ready"
+        sleep 0.5
+    done
+    source "$WORK/cluster.env"
+}
+start_cluster
 note "cluster: $BOOTSTRAP"
 [[ $BROKER_PORT != "$RECORDED_PORT" ]] || fail "the cluster took the recorded port $RECORDED_PORT; the test wants another"
 
@@ -217,16 +221,7 @@ EOF3
 
 # Recorded timing, into a fresh cluster on the same addresses.
 stop_pid "$CLUSTER_SH" TERM 90
-rm -f "$WORK/cluster.env"
-KWIRE_BROKER_PROPS=group.streams.min.task.offset.interval.ms=1000 \
-KWIRE_CLUSTER_BASE_ADDR=127.0.0.41 KWIRE_CLUSTER_INFO=$WORK/cluster.env KWIRE_CLUSTER_LOG_DIR=$WORK \
-    setsid "$REPO/testbed/run-cluster" 3 >"$WORK/run-cluster.out" 2>&1 &
-CLUSTER_SH=$!
-while [[ ! -s $WORK/cluster.env ]] || ! grep -q '^NODE_3_LOG=' "$WORK/cluster.env"; do
-    kill -0 "$CLUSTER_SH" 2>/dev/null || fail "run-cluster exited before the second cluster was ready"
-    sleep 0.5
-done
-source "$WORK/cluster.env"
+start_cluster
 rc=0
 "$KWIRE" replay -r "$CAPTURE" --target "$NODE_1_ADDR:$BROKER_PORT" -q --report "$WORK/recorded.json" \
     >"$WORK/replay.out" 2>&1 || rc=$?
