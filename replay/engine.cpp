@@ -540,6 +540,11 @@ class Engine {
   // link, or split into one request per leader (split()).
   void dispatch(LiveConn& c, InFlight f, int64_t now, bool first);
   bool split(LiveConn& c, InFlight& f, int64_t now, bool first);
+  // The target's leader of a recorded partition (--rename-topic applied), or ClusterView::kUnknown.
+  int32_t target_leader(const PartitionRef& p) const {
+    const std::string name = p.by_id ? state_.recorded_topic_name_of_text(p.topic) : p.topic;
+    return name.empty() ? ClusterView::kUnknown : target_view_.leader(o_.renames.topic_prefix + name, p.partition);
+  }
   // A split request: the request as one (compared, and sent again whole to be
   // split anew) and its parts' answers, joined once all have come.
   struct Split {
@@ -1456,8 +1461,7 @@ bool Engine::split(LiveConn& c, InFlight& f, int64_t now, bool first) {
   std::vector<int32_t> leader(slots.size(), ClusterView::kUnknown), nodes;
   for (size_t i = 0; i < slots.size(); ++i) {
     const PartitionRef& p = slots[i].ref;
-    const std::string name = p.by_id ? state_.recorded_topic_name_of_text(p.topic) : p.topic;
-    if (!name.empty()) leader[i] = target_view_.leader(o_.renames.topic_prefix + name, p.partition);
+    leader[i] = target_leader(p);
     if (leader[i] != ClusterView::kUnknown && std::find(nodes.begin(), nodes.end(), leader[i]) == nodes.end())
       nodes.push_back(leader[i]);
   }
@@ -1527,8 +1531,7 @@ bool Engine::fetch_split(LiveConn& c, InFlight& f, int64_t now, bool first) {
     auto owned = c.fetch_node.find(key);
     int32_t node = owned != c.fetch_node.end() ? owned->second : ClusterView::kUnknown;
     if (node == ClusterView::kUnknown) {
-      const std::string name = p.by_id ? state_.recorded_topic_name_of_text(p.topic) : p.topic;
-      if (!name.empty()) node = target_view_.leader(o_.renames.topic_prefix + name, p.partition);
+      node = target_leader(p);
       if (node == ClusterView::kUnknown) node = c.target_node;
       if (epoch >= 0) c.fetch_node[key] = node;
     }
@@ -1660,22 +1663,20 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
     if (sp == splits_.end()) return;  // given up
     sp->second.answers[static_cast<size_t>(f.part)].assign(msg.begin(), msg.end());
     const Exchange& e = c.s->exchanges[f.exchange];
-    if (e.api_key == 1) {
-      // The node's fetch session: the id it gave, or none any more.
-      Frame& answer = placing_;
-      dec_.decode_response(msg, e.api_key, e.api_version, answer);
-      const Node* error = answer.ok() && answer.body ? find_field(answer, ps_, answer.body, "ErrorCode") : nullptr;
-      const Node* id = answer.ok() && answer.body ? find_field(answer, ps_, answer.body, "SessionId") : nullptr;
-      auto& fetch = session(c).fetches[sp->second.nodes[static_cast<size_t>(f.part)]];
-      if (error && error->v.i == 0 && id && id->v.i != 0) fetch.id = static_cast<int32_t>(id->v.i);
-      else if (error && error->v.i != 0) fetch = {};  // FETCH_SESSION_ID_NOT_FOUND and the like: the next begins anew
-    }
     if (++sp->second.answered < sp->second.answers.size()) return;
     std::vector<Frame> frames(sp->second.answers.size());
     std::vector<const Frame*> answers;
     for (size_t k = 0; k < frames.size(); ++k) {
+      const Frame& answer = frames[k];
       dec_.decode_response(sp->second.answers[k], e.api_key, e.api_version, frames[k]);
-      answers.push_back(&frames[k]);
+      answers.push_back(&answer);
+      if (e.api_key != 1 || !answer.ok() || !answer.body) continue;
+      // The node's fetch session: the id it gave, or none any more.
+      const Node* error = find_field(answer, ps_, answer.body, "ErrorCode");
+      const Node* id = find_field(answer, ps_, answer.body, "SessionId");
+      auto& fetch = session(c).fetches[sp->second.nodes[k]];
+      if (error && error->v.i == 0 && id && id->v.i != 0) fetch.id = static_cast<int32_t>(id->v.i);
+      else if (error && error->v.i != 0) fetch = {};  // FETCH_SESSION_ID_NOT_FOUND and the like: the next begins anew
     }
     std::vector<uint8_t> joined;
     std::string error;
