@@ -117,9 +117,12 @@ int ReplayState::entity_of(uint32_t desc) const {
   if (c != -2) return c;
   const FieldDesc& d = ps_.field(desc);
   c = kNone;
-  if (d.type == WireType::String && d.entity == "groupId") c = kGroup;
-  else if (d.type == WireType::String && d.entity == "topicName") c = kTopicName;
-  else if (d.type == WireType::Uuid && (d.name == "TopicId" || d.entity == "topicId")) c = kTopicId;
+  // An array of them ([]string of topicName: KIP-848's SubscribedTopicNames)
+  // is too: its elements are renamed, not the array.
+  const WireType t = d.type == WireType::Array ? d.elem : d.type;
+  if (t == WireType::String && d.entity == "groupId") c = kGroup;
+  else if (t == WireType::String && d.entity == "topicName") c = kTopicName;
+  else if (t == WireType::Uuid && (d.name == "TopicId" || d.entity == "topicId")) c = kTopicId;
   return c;
 }
 
@@ -198,7 +201,7 @@ void ReplayState::learn_topics(const Frame& response, bool live) {
     const Node* id = nullptr;
     const Node* name = nullptr;
     for (uint32_t c : Children(response, i)) {
-      int e = entity_of(response.nodes[c].desc);
+      int e = response.nodes[c].type == WireType::Array ? kNone : entity_of(response.nodes[c].desc);
       if (e == kTopicId) id = &response.nodes[c];
       else if (e == kTopicName) name = &response.nodes[c];
     }
@@ -415,7 +418,7 @@ int ReplayState::rewrite_request(Frame& f, uint32_t connection) {
     const Node& n = f.nodes[i];
     if (n.type == WireType::Records) { i = n.end - 1; continue; }
     if (n.desc == kDescUnknownTag) continue;
-    int e = entity_of(n.desc);
+    int e = n.type == WireType::Array ? kNone : entity_of(n.desc);
     if (e == kTopicId) changed += map_topic_id(f, i) ? 1 : 0;
     else if (e != kNone) changed += rename(f, i);
     else changed += map_cluster_id(f, i) || follow(f, i) ? 1 : 0;
@@ -455,7 +458,7 @@ void ReplayState::translate_response(Frame& f, const Frame& recorded_request, ui
     const Node& n = f.nodes[i];
     if (n.type == WireType::Records) { i = n.end - 1; continue; }
     if (n.desc == kDescUnknownTag) continue;
-    int e = entity_of(n.desc);
+    int e = n.type == WireType::Array ? kNone : entity_of(n.desc);
     if (e == kTopicId) map_topic_id(f, i);
     else if (e != kNone) rename(f, i);
     else if (!map_cluster_id(f, i)) follow(f, i);

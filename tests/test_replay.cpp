@@ -300,6 +300,31 @@ TEST(ReplayState, GroupRenamesApplyToFindCoordinatorKeysOfGroups) {
   EXPECT_EQ(key->str(), "g2-orders-app");
 }
 
+// KIP-848's subscription is a []string of topicName entities: --rename-topic
+// renames each element (bytes worked out from ConsumerGroupHeartbeatRequest.json).
+TEST(ReplayState, TopicRenamesApplyToStringArraysOfTopicNames) {
+  FrameDecoder d(ps());
+  replay::ReplayState st(ps(), {"", "t2-"});
+  auto heartbeat = [](const char* group, std::vector<const char*> topics) {
+    // v1: GroupId, MemberId, MemberEpoch, InstanceId, RackId, RebalanceTimeoutMs,
+    // SubscribedTopicNames, SubscribedTopicRegex, ServerAssignor, TopicPartitions.
+    Bytes b = test::request_header_v2(68, 1, 7);
+    b.cstr(group).cstr("m-1").i32(0).cnull().cnull().i32(300000).carr(topics.size());
+    for (const char* t : topics) b.cstr(t);
+    b.cnull().cnull().carr(0).tags0();
+    return b.message();
+  };
+  const auto recorded = heartbeat("g", {"orders", "pages"});
+  Frame f;
+  d.decode_request(recorded, f);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(st.rewrite_request(f, 1), 2);
+  std::vector<uint8_t> bytes;
+  std::string error;
+  ASSERT_TRUE(FrameEncoder(ps()).encode(f, bytes, error)) << error;
+  EXPECT_EQ(bytes, heartbeat("g", {"t2-orders", "t2-pages"}));
+}
+
 // ConsumerGroupHeartbeatResponse v1: an assignment of (topic id fill, partitions).
 std::vector<uint8_t> cgh_response(const std::vector<std::pair<uint8_t, std::vector<int>>>& assignment) {
   Bytes b;
