@@ -210,31 +210,48 @@ Command replay_table(ReplayArgs& a) {
       "topic ids), compares every response with the recorded one field by field, and reports the differences."};
   c.options = {
       value({"-r"}, "FILE", "pcap or pcapng capture (- reads standard input)", text(a.file), ValueKind::File),
-      value({"--target"}, "HOST:PORT", "a broker under test (of a cluster: each recorded broker's sessions go to the target's broker of the same node id, from its Metadata; the others to HOST:PORT)",
+      value({"--target"}, "[PROTOCOL://]HOST:PORT[,...]",
+            "the broker or cluster under test: one or more bootstrap brokers, on one listener or several "
+            "(repeatable). Each recorded broker's sessions go to the target's broker of the same node id, on the "
+            "target listener of the recorded one's security protocol (TLS: recorded over TLS; SASL: logged in); "
+            "PROTOCOL (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL) says a listener's, else TLS is --tls's and SASL "
+            "what the listener answers to a SaslHandshake",
             [&a](const std::string& v, std::string& error) {
-              if (!replay::parse_host_port(v, a.o.target, error)) {
-                error = "--target: " + error;
-                return false;
+              size_t from = 0;
+              while (from <= v.size()) {
+                const size_t comma = std::min(v.find(',', from), v.size());
+                std::string protocol;
+                replay::HostPort hp;
+                if (!replay::parse_target(v.substr(from, comma - from), protocol, hp, error)) {
+                  error = "--target: " + error;
+                  return false;
+                }
+                if (a.o.targets.empty()) a.o.target = hp;
+                a.o.targets.push_back(hp);
+                if (!protocol.empty()) a.o.protocols[hp.str()] = protocol;
+                from = comma + 1;
               }
               a.have_target = true;
               return true;
             }),
-      value({"--map"}, "ADDR:PORT=HOST:PORT",
+      value({"--map"}, "ADDR:PORT=[PROTOCOL://]HOST:PORT",
             "send what went to recorded broker ADDR:PORT to HOST:PORT instead (repeatable); kwire connects to no "
             "other address",
             [&o](const std::string& v, std::string& error) {
               const auto eq = v.find('=');
               replay::HostPort from, to;
+              std::string protocol;
               if (eq == std::string::npos) {
                 error = "--map needs ADDR:PORT=HOST:PORT, not " + v;
                 return false;
               }
               if (!replay::parse_host_port(v.substr(0, eq), from, error) ||
-                  !replay::parse_host_port(v.substr(eq + 1), to, error)) {
+                  !replay::parse_target(v.substr(eq + 1), protocol, to, error)) {
                 error = "--map " + v + ": " + error;
                 return false;
               }
               o.map[from.str()] = to;
+              if (!protocol.empty()) o.protocols[to.str()] = protocol;
               return true;
             }),
       value({"-p"}, "PORTS", "Kafka ports of the capture (default: found from the traffic)",
@@ -491,7 +508,11 @@ int replay_command(std::vector<std::string> args) {
   replay::ReplayResult result;
   replay::ReportContext ctx;
   ctx.capture = file;
-  ctx.target = o.target.str();
+  ctx.target.clear();
+  for (const auto& t : o.targets) {
+    auto p = o.protocols.find(t.str());
+    ctx.target += (ctx.target.empty() ? "" : ",") + (p == o.protocols.end() ? "" : p->second + "://") + t.str();
+  }
   for (const auto& [from, to] : o.map) ctx.target += ", " + from + "=" + to.str();
   char timing[64];
   snprintf(timing, sizeof timing, "recorded x%g", o.speed);

@@ -55,7 +55,10 @@ void ClusterView::learn_broker(const Frame& f, const ProgramSet& ps, uint32_t el
   const int64_t id = int_field(f, ps, el, id_field, kUnknown);
   const std::string host = string_field(f, ps, el, "Host");
   const int64_t port = int_field(f, ps, el, "Port", -1);
-  if (id >= 0 && !host.empty() && port > 0) brokers_[static_cast<int32_t>(id)] = host + ":" + std::to_string(port);
+  if (id < 0 || host.empty() || port <= 0) return;
+  const std::string endpoint = host + ":" + std::to_string(port);
+  brokers_[static_cast<int32_t>(id)] = endpoint;
+  node_at_[endpoint] = static_cast<int32_t>(id);
 }
 
 void ClusterView::learn_metadata(const Frame& f, const ProgramSet& ps) {

@@ -39,6 +39,12 @@ class ClusterView {
   std::string endpoint(int32_t node) const;
 
   const std::map<int32_t, std::string>& brokers() const { return brokers_; }
+  // The node an endpoint was said to be, on any listener answers came from
+  // ("host:port"), or kUnknown.
+  int32_t node_at(std::string_view endpoint) const {
+    auto it = node_at_.find(endpoint);
+    return it == node_at_.end() ? kUnknown : it->second;
+  }
   size_t partitions() const;
   int32_t controller() const { return controller_; }
 
@@ -53,6 +59,7 @@ class ClusterView {
   void learn_broker(const Frame& f, const ProgramSet& ps, uint32_t element, std::string_view id_field);
 
   std::map<int32_t, std::string> brokers_;
+  std::map<std::string, int32_t, std::less<>> node_at_;
   std::map<std::string, std::map<int32_t, int32_t>, std::less<>> leaders_;  // topic -> partition -> node
   std::map<std::string, std::string, std::less<>> topic_ids_;              // topic id (Kafka's text form) -> name
   std::map<std::pair<int8_t, std::string>, int32_t> coordinators_;

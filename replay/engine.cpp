@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -58,6 +59,37 @@ bool parse_host_port(const std::string& s, HostPort& out, std::string& error) {
   out.host = host;
   out.port = static_cast<uint16_t>(port);
   return true;
+}
+
+namespace {
+// "a, b, c" -> {a, b, c}
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  for (size_t from = 0; from < s.size();) {
+    const size_t comma = std::min(s.find(", ", from), s.size());
+    out.push_back(s.substr(from, comma - from));
+    from = comma + 2;
+  }
+  return out;
+}
+}  // namespace
+
+std::string security_protocol(bool tls, bool sasl) {
+  return sasl ? (tls ? "SASL_SSL" : "SASL_PLAINTEXT") : (tls ? "SSL" : "PLAINTEXT");
+}
+
+bool parse_target(const std::string& s, std::string& protocol, HostPort& out, std::string& error) {
+  protocol.clear();
+  std::string rest = s;
+  if (const size_t sep = s.find("://"); sep != std::string::npos) {
+    for (char ch : s.substr(0, sep)) protocol += static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    if (protocol != "PLAINTEXT" && protocol != "SSL" && protocol != "SASL_PLAINTEXT" && protocol != "SASL_SSL") {
+      error = "unknown security protocol '" + s.substr(0, sep) + "' in '" + s + "' (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)";
+      return false;
+    }
+    rest = s.substr(sep + 3);
+  }
+  return parse_host_port(rest, out, error);
 }
 
 std::string_view outcome_name(Outcome o) {
@@ -413,9 +445,14 @@ struct LiveConn {
   std::unique_ptr<SaslClient> sasl;
   std::string sasl_reply;            // the next SaslAuthenticate bytes
   bool sasl_started = false;
-  // Recorded without a login, replayed to a target that wants one (--sasl-*):
-  // each connection logs in first with the first login given.
+  // Recorded without a login, replayed to a target listener that asks for
+  // one: each connection logs in first (kwire's login there).
   const SaslLogin* login_first = nullptr;
+  // Recorded with a login, replayed to a target listener without SASL: the
+  // recorded SaslHandshake and SaslAuthenticate are not sent.
+  bool drop_login = false;
+  size_t listener = 0;               // Engine::listeners_: the target listener its links go to
+  bool tls = false;                  // that listener's
   // In a cluster, a session that talks to one group's or one transaction's
   // coordinator alone (a client's coordinator connection) goes where that
   // coordinator lives on the target, as the target's answers to the replayed
@@ -445,6 +482,19 @@ struct LiveConn {
 
 LiveConn& session(LiveConn& c) { return c.owner ? *c.owner : c; }
 
+// A client listener of the target, as kwire found it: --target's addresses
+// (those one another's Metadata lists are one listener), then each --map
+// address of its own.
+struct Listener {
+  bool tls = false, sasl = false;
+  bool sasl_known = false;                  // sasl was asked (a SaslHandshake) or given (PROTOCOL://)
+  HostPort bootstrap;
+  std::map<int32_t, std::string> endpoints; // node -> "host:port" on this listener, from its Metadata
+  const SaslLogin* login = nullptr;         // kwire's login there: a mechanism it offers
+  bool from_target = false;                 // one of --target's (not only a --map address)
+  std::string protocol() const { return security_protocol(tls, sasl); }
+};
+
 class Engine {
  public:
   Engine(const ProgramSet& ps, const Recording& rec, const ReplayOptions& o, ReplayResult& out)
@@ -460,8 +510,14 @@ class Engine {
 
  private:
   bool prepare(std::string& error);
-  bool control_setup(const HostPort& hp, const Address& a, bool primary, std::string& error);
+  bool control_setup(const HostPort& hp, const Address& a, bool primary, Listener& l, std::string& error);
   bool control_login(Control& ctl, const std::string& target, const SaslLogin& login, bool primary, std::string& error);
+  // SaslHandshake v1 with `mechanism`: its error code (offers: the mechanisms
+  // the answer lists), or -1 with `error` when there is no usable answer.
+  int control_handshake(Control& ctl, const std::string& target, const std::string& mechanism, std::string& offers,
+                        std::string& error);
+  bool control_authenticate(Control& ctl, const std::string& target, const SaslLogin& login, bool primary,
+                            std::string& error);
   void tls_step(LiveConn& c, int64_t now);
   void up(LiveConn& c, int64_t now);
   void flush(LiveConn& c, int64_t now);
@@ -515,10 +571,16 @@ class Engine {
   bool target_view_learnt_ = false;
   // Where a recorded broker's sessions go: --map's entry, else the target's
   // node of the recorded node id, else --target.
-  HostPort route(const Endpoint& broker) const;
+  HostPort route(const Endpoint& broker, size_t listener) const;
   void cluster_notes();
+  // Says which target listener each recorded listener's sessions go to, when
+  // the capture or the target has more than one kind.
+  void listener_notes();
   bool cluster_routing() const { return target_view_learnt_ && recorded_view_.brokers().size() >= 2; }
   int32_t target_node_at(const std::string& hostport) const {
+    for (const auto& l : listeners_)
+      for (const auto& [node, endpoint] : l.endpoints)
+        if (endpoint == hostport) return node;
     for (const auto& [node, endpoint] : target_view_.brokers())
       if (endpoint == hostport) return node;
     return -1;
@@ -582,6 +644,29 @@ class Engine {
   bool ask_target(const std::vector<uint8_t>& request, int16_t api, int16_t version, Frame& answer,
                   std::vector<uint8_t>& bytes);
   std::unique_ptr<Control> control_;   // kwire's own connection to --target
+  // The target's client listeners: --target's addresses (those one another's
+  // Metadata lists are one listener), then each --map address of its own.
+  std::vector<Listener> listeners_;
+  std::map<std::string, size_t> listener_at_;   // target "host:port" -> its listener
+  // Recorded broker "addr:port" -> its listener's security protocol: TLS (a
+  // session recorded over TLS) and SASL (a session logged in).
+  std::map<std::string, std::string> recorded_protocols_;
+  bool sasl_asked_ = false;   // a listener is asked whether it wants SASL (some SASL in the capture or the options)
+  // The target's endpoint of node `node` on listener `l`, or "".
+  std::string endpoint_on(size_t l, int32_t node) const {
+    if (l < listeners_.size()) {
+      auto it = listeners_[l].endpoints.find(node);
+      if (it != listeners_[l].endpoints.end()) return it->second;
+    }
+    return l == 0 ? target_view_.endpoint(node) : std::string();
+  }
+  // The --target listener for sessions recorded on broker `broker` (by its
+  // security protocol), or SIZE_MAX with `error`.
+  size_t listener_for(const Endpoint& broker, std::string& error) const;
+  bool tls_for(const HostPort& hp) const {
+    auto p = o_.protocols.find(hp.str());
+    return p == o_.protocols.end() ? o_.tls.enabled : p->second == "SSL" || p->second == "SASL_SSL";
+  }
   Address control_addr_;
   int64_t last_refresh_us_ = 0;
   Frame placing_;
@@ -637,30 +722,44 @@ std::string code_text(int64_t code) {
   return std::to_string(code) + (name.empty() ? "" : " " + std::string(name));
 }
 
+int Engine::control_handshake(Control& ctl, const std::string& target, const std::string& mechanism,
+                              std::string& offers, std::string& error) {
+  std::vector<uint8_t> resp;
+  Frame f;
+  wire::MessageBuilder b;
+  request_header(b, 17, 1, 2, false);
+  b.str(mechanism);
+  if (!ctl.exchange(b.message(), resp, 10, error)) { error = "target " + target + " did not answer SaslHandshake: " + error; return -1; }
+  dec_.decode_response(resp, 17, 1, f);
+  const Node* ec = f.body ? find_field(f, ps_, f.body, "ErrorCode") : nullptr;
+  if (!f.ok() || !ec) { error = "target " + target + " answered SaslHandshake with garbage"; return -1; }
+  offers.clear();
+  for (uint32_t i = f.body + 1; i < f.nodes.size(); ++i)
+    if (f.nodes[i].type == WireType::String && !f.nodes[i].is_null())
+      offers += (offers.empty() ? "" : ", ") + std::string(f.nodes[i].str());
+  return static_cast<int>(ec->v.i);
+}
+
 bool Engine::control_login(Control& ctl, const std::string& target, const SaslLogin& login, bool primary,
                            std::string& error) {
+  std::string offers;
+  const int code = control_handshake(ctl, target, login.mechanism, offers, error);
+  if (code < 0) return false;
+  if (code != 0) {
+    error = "target " + target + " refused the SASL " + login.mechanism + " login" +
+            (login.user.empty() ? "" : " as " + login.user) + ": SaslHandshake answered " + code_text(code) +
+            (offers.empty() ? " (is it a SASL listener?)" : " (it offers " + offers + ")");
+    return false;
+  }
+  return control_authenticate(ctl, target, login, primary, error);
+}
+
+bool Engine::control_authenticate(Control& ctl, const std::string& target, const SaslLogin& login, bool primary,
+                                  std::string& error) {
   const std::string who = "target " + target + " refused the SASL " + login.mechanism + " login" +
                           (login.user.empty() ? "" : " as " + login.user);
   std::vector<uint8_t> resp;
   Frame f;
-  {
-    wire::MessageBuilder b;
-    request_header(b, 17, 1, 2, false);
-    b.str(login.mechanism);
-    if (!ctl.exchange(b.message(), resp, 10, error)) { error = "target " + target + " did not answer SaslHandshake: " + error; return false; }
-    dec_.decode_response(resp, 17, 1, f);
-    const Node* ec = f.body ? find_field(f, ps_, f.body, "ErrorCode") : nullptr;
-    if (!f.ok() || !ec) { error = "target " + target + " answered SaslHandshake with garbage"; return false; }
-    if (ec->v.i != 0) {
-      std::string offers;
-      for (uint32_t i = f.body + 1; i < f.nodes.size(); ++i)
-        if (f.nodes[i].type == WireType::String && !f.nodes[i].is_null())
-          offers += (offers.empty() ? "" : ", ") + std::string(f.nodes[i].str());
-      error = who + ": SaslHandshake answered " + code_text(ec->v.i) +
-              (offers.empty() ? " (is it a SASL listener?)" : " (it offers " + offers + ")");
-      return false;
-    }
-  }
   SaslClient client(login);
   std::string msg = client.first();
   for (int32_t round = 0; round < 4; ++round) {
@@ -693,13 +792,14 @@ bool Engine::control_login(Control& ctl, const std::string& target, const SaslLo
   return false;
 }
 
-bool Engine::control_setup(const HostPort& hp, const Address& a, bool primary, std::string& error) {
+bool Engine::control_setup(const HostPort& hp, const Address& a, bool primary, Listener& l, std::string& error) {
   // --target's stays open: kwire asks it again where a leader or coordinator moved.
   Control local;
   Control& ctl = primary ? *(control_ = std::make_unique<Control>()) : local;
   if (primary) control_addr_ = a;
-  if (!ctl.connect_to(a, hp.host, tls_.get(), 5, error)) { error = "cannot connect to target " + hp.str() + ": " + error; return false; }
-  if (tls_)
+  const TlsContext* tls = l.tls ? tls_.get() : nullptr;
+  if (!ctl.connect_to(a, hp.host, tls, 5, error)) { error = "cannot connect to target " + hp.str() + ": " + error; return false; }
+  if (tls)
     out_.notes.push_back("TLS to " + hp.str() + ": " + ctl.link().describe() +
                          (o_.tls.insecure ? ", the certificate NOT verified (--tls-insecure)" : ", certificate verified"));
   std::vector<uint8_t> resp;
@@ -726,7 +826,51 @@ bool Engine::control_setup(const HostPort& hp, const Address& a, bool primary, s
         break;
       }
   }
-  if (!o_.sasl.empty() && !control_login(ctl, hp.str(), o_.sasl.front(), primary, error)) return false;
+  // SASL: where the capture or the options have some, the listener is asked
+  // whether it wants a login (a listener without SASL answers SaslHandshake
+  // with ILLEGAL_SASL_STATE and goes on), and kwire logs in where it does.
+  if (sasl_asked_ || l.sasl) {
+    constexpr int kUnsupportedMechanism = 33, kIllegalSaslState = 34;
+    const SaslLogin* login = o_.sasl.empty() ? nullptr : &o_.sasl.front();
+    std::string offers;
+    int code = control_handshake(ctl, hp.str(), login ? login->mechanism : "PLAIN", offers, error);
+    if (code < 0) return false;
+    if (code == kIllegalSaslState) {
+      if (l.sasl && l.sasl_known) {
+        error = "target " + hp.str() + " was given as " + l.protocol() + " but does not use SASL (it answered SaslHandshake with " +
+                code_text(code) + ")";
+        return false;
+      }
+      l.sasl = false;
+    } else {
+      l.sasl = true;
+      // The listener offers other mechanisms: another login given for one of
+      // them, on a new connection (the broker closes this one).
+      if (code == kUnsupportedMechanism) {
+        login = nullptr;
+        const auto offered = split_list(offers);
+        for (const auto& g : o_.sasl)
+          if (!login && std::find(offered.begin(), offered.end(), g.mechanism) != offered.end()) login = &g;
+        if (login) {
+          ctl = Control();
+          if (!ctl.connect_to(a, hp.host, tls, 5, error)) { error = "cannot connect to target " + hp.str() + ": " + error; return false; }
+          code = control_handshake(ctl, hp.str(), login->mechanism, offers, error);
+          if (code < 0) return false;
+        }
+      }
+      if (!login || code != 0) {
+        std::string give;
+        for (const auto& m : split_list(offers))
+          if (const std::string option = sasl_option_for(m); !option.empty()) give += (give.empty() ? "" : " or ") + option;
+        error = "target " + hp.str() + " asks for a SASL login (" + (offers.empty() ? code_text(code) : "it offers " + offers) +
+                ")" + (give.empty() ? "" : ": give " + give);
+        return false;
+      }
+      if (!control_authenticate(ctl, hp.str(), *login, primary, error)) return false;
+      l.login = login;
+    }
+    l.sasl_known = true;
+  }
   // Metadata v12, all topics: their ids on the target (and which exist).
   auto metadata = [&](std::set<std::string>& names) -> bool {
     wire::MessageBuilder b;
@@ -735,9 +879,12 @@ bool Engine::control_setup(const HostPort& hp, const Address& a, bool primary, s
     if (!ctl.exchange(b.message(), resp, 10, error)) { error = "target " + hp.str() + " did not answer Metadata: " + error; return false; }
     dec_.decode_response(resp, 3, 12, f);
     state_.learn_topics(f, true);
+    Frame q;
+    dec_.decode_request(b.message(), q);
+    ClusterView here;
+    here.learn(q, f, ps_);
+    l.endpoints = here.brokers();
     if (primary) {
-      Frame q;
-      dec_.decode_request(b.message(), q);
       target_view_.learn(q, f, ps_);
       target_view_learnt_ = true;
     }
@@ -842,7 +989,7 @@ void Engine::route_to_coordinator(LiveConn& c) {
   HostPort hp;
   std::string error;
   Address a;
-  if (node == ClusterView::kUnknown || !parse_host_port(target_view_.endpoint(node), hp, error) || !resolve_address(hp, a, error)) {
+  if (node == ClusterView::kUnknown || !parse_host_port(endpoint_on(c.listener, node), hp, error) || !resolve_address(hp, a, error)) {
     ++coordinator_unknown_;
     return;
   }
@@ -855,19 +1002,36 @@ void Engine::route_to_coordinator(LiveConn& c) {
   out_.sessions[c.result].target = c.target;
 }
 
-HostPort Engine::route(const Endpoint& broker) const {
+HostPort Engine::route(const Endpoint& broker, size_t listener) const {
   if (auto m = o_.map.find(broker.str()); m != o_.map.end()) return m->second;
-  // A capture of one broker goes to --target as given (its spelling, its TLS
-  // server name), whatever the target advertises.
-  if (!target_view_learnt_ || recorded_view_.brokers().size() < 2) return o_.target;
-  for (const auto& [node, endpoint] : recorded_view_.brokers()) {
-    if (endpoint != broker.str()) continue;
+  // A capture of one broker goes to the listener's --target address as given
+  // (its spelling, its TLS server name), whatever the target advertises.
+  const HostPort& bootstrap = listener < listeners_.size() ? listeners_[listener].bootstrap : o_.target;
+  if (!target_view_learnt_ || recorded_view_.brokers().size() < 2) return bootstrap;
+  if (const int32_t node = recorded_view_.node_at(broker.str()); node != ClusterView::kUnknown) {
     HostPort hp;
     std::string ignored;
-    const std::string live = target_view_.endpoint(node);
+    const std::string live = endpoint_on(listener, node);
     if (!live.empty() && parse_host_port(live, hp, ignored)) return hp;
   }
-  return o_.target;
+  return bootstrap;
+}
+
+size_t Engine::listener_for(const Endpoint& broker, std::string& error) const {
+  std::vector<size_t> of_target;
+  for (size_t i = 0; i < listeners_.size(); ++i)
+    if (listeners_[i].from_target) of_target.push_back(i);
+  if (of_target.size() <= 1) return of_target.empty() ? 0 : of_target.front();
+  auto rp = recorded_protocols_.find(broker.str());
+  const std::string want = rp == recorded_protocols_.end() ? "PLAINTEXT" : rp->second;
+  for (size_t i : of_target)
+    if (listeners_[i].protocol() == want) return i;
+  std::string have;
+  for (size_t i : of_target) have += (have.empty() ? "" : ", ") + listeners_[i].protocol() + " " + listeners_[i].bootstrap.str();
+  error = "the sessions recorded on " + broker.str() + " (a " + want + " listener) have no --target listener of that " +
+          "security protocol (the target's: " + have + "): give --target " + want + "://HOST:PORT, or --map " +
+          broker.str() + "=HOST:PORT";
+  return SIZE_MAX;
 }
 
 // Says where each recorded broker's sessions go when the capture holds
@@ -897,6 +1061,32 @@ void Engine::cluster_notes() {
   }
 }
 
+void Engine::listener_notes() {
+  std::map<std::string, std::vector<const RecordedSession*>> by_protocol;   // recorded protocol -> a session per broker
+  std::set<std::string> seen;
+  for (const auto& s : rec_.sessions)
+    if (seen.insert(s.broker.str()).second) by_protocol[recorded_protocols_[s.broker.str()]].push_back(&s);
+  if (listeners_.size() < 2 && by_protocol.size() < 2) return;
+  std::string line = "listeners:";
+  for (const auto& [protocol, sessions] : by_protocol) {
+    const std::string first = sessions.front()->broker.str();
+    std::string where;
+    if (auto m = o_.map.find(first); m != o_.map.end()) {
+      where = m->second.str() + " (--map)";
+    } else {
+      std::string ignored;
+      const size_t l = listener_for(sessions.front()->broker, ignored);
+      where = l < listeners_.size() ? listeners_[l].protocol() + " " + listeners_[l].bootstrap.str() +
+                                          (listeners_[l].login ? " (" + listeners_[l].login->mechanism + " login)" : "")
+                                    : "none";
+    }
+    line += " recorded " + protocol + " " + first +
+            (sessions.size() > 1 ? " and " + std::to_string(sessions.size() - 1) + " more" : "") + " -> " + where + ";";
+  }
+  line.pop_back();
+  out_.notes.push_back(line);
+}
+
 bool Engine::prepare(std::string& error) {
   // The capture's cluster, as its clients learnt it: in capture order, so that
   // the last answer about a role is the one that holds.
@@ -915,17 +1105,47 @@ bool Engine::prepare(std::string& error) {
       recorded_view_.learn(q, r, ps_);
     }
   }
+  // Each recorded broker address's listener: TLS when a session to it was
+  // recorded over TLS, SASL when one logged in.
+  for (const auto& s : rec_.sessions) {
+    std::string& p = recorded_protocols_[s.broker.str()];
+    const bool tls = s.tls || p == "SSL" || p == "SASL_SSL";
+    const bool sasl = !s.sasl_mechanism.empty() || p == "SASL_PLAINTEXT" || p == "SASL_SSL";
+    p = security_protocol(tls, sasl);
+    sasl_asked_ = sasl_asked_ || sasl;
+  }
+  sasl_asked_ = sasl_asked_ || !o_.sasl.empty();
+  for (const auto& [hp, protocol] : o_.protocols) sasl_asked_ = sasl_asked_ || protocol.starts_with("SASL");
   // Targets: each recorded broker maps to --map's entry, to the target's node
   // of the same id (the target is a cluster: its brokers come from its own
-  // Metadata answer), or to --target.
+  // Metadata answer), or to --target; on the target listener of its own
+  // security protocol.
   std::map<std::string, std::pair<HostPort, Address>> targets;
-  auto target_of = [&](const Endpoint& broker) -> std::pair<HostPort, Address>* {
-    const HostPort hp = route(broker);
+  auto target_of = [&](const Endpoint& broker, size_t listener) -> std::pair<HostPort, Address>* {
+    const HostPort hp = route(broker, listener);
     auto it = targets.find(hp.str());
     if (it != targets.end()) return &it->second;
     Address a;
     if (!resolve_address(hp, a, error)) return nullptr;
     return &targets.emplace(hp.str(), std::make_pair(hp, a)).first->second;
+  };
+  // A listener found at `hp`: asked (ApiVersions, SASL, Metadata), and each
+  // of its brokers' addresses known as its.
+  auto add_listener = [&](const HostPort& hp, bool from_target, bool primary) -> bool {
+    Address a;
+    if (!resolve_address(hp, a, error)) return false;
+    targets.emplace(hp.str(), std::make_pair(hp, a));
+    Listener l;
+    l.bootstrap = hp;
+    l.from_target = from_target;
+    l.tls = tls_for(hp);
+    if (auto p = o_.protocols.find(hp.str()); p != o_.protocols.end()) l.sasl = l.sasl_known = p->second.starts_with("SASL");
+    if (!control_setup(hp, a, primary, l, error)) return false;
+    const size_t index = listeners_.size();
+    listener_at_.emplace(hp.str(), index);
+    for (const auto& [node, endpoint] : l.endpoints) listener_at_.emplace(endpoint, index);
+    listeners_.push_back(std::move(l));
+    return true;
   };
   // Every target a replayed session goes to is asked first (ApiVersions,
   // Metadata): a replay that cannot reach one cannot run. --target is asked
@@ -933,7 +1153,7 @@ bool Engine::prepare(std::string& error) {
   // unsupported, and its brokers where each recorded node's sessions go.
   {
     auto replayed = [&](const RecordedSession& s) {
-      if (!s.skip.empty() && !(s.skip.starts_with("authenticates") && o_.login_for(s.sasl_mechanism))) return false;
+      if (!s.skip.empty() && !s.skip.starts_with("authenticates")) return false;
       return o_.conns.empty() || o_.conns.count(s.id) > 0;
     };
     bool unpinned = false, any = false;
@@ -942,33 +1162,54 @@ bool Engine::prepare(std::string& error) {
       any = true;
       if (!o_.map.count(s.broker.str())) unpinned = true;
     }
-    if (o_.tls.enabled) {
-      tls_ = TlsContext::create(o_.tls, error);
+    bool need_tls = o_.tls.enabled;
+    for (const auto& [hp, protocol] : o_.protocols) need_tls = need_tls || protocol == "SSL" || protocol == "SASL_SSL";
+    if (need_tls) {
+      TlsClientOptions t = o_.tls;
+      t.enabled = true;
+      tls_ = TlsContext::create(t, error);
       if (!tls_) return false;
     }
     bool primary = true;
     if (unpinned || !any) {
-      Address a;
-      if (!resolve_address(o_.target, a, error)) return false;
-      targets.emplace(o_.target.str(), std::make_pair(o_.target, a));
-      if (!control_setup(o_.target, a, true, error)) return false;
-      primary = false;
+      // --target's addresses: one listener each, but for those an earlier
+      // one's Metadata named (bootstrap brokers of the same listener).
+      for (const HostPort& hp : o_.targets.empty() ? std::vector<HostPort>{o_.target} : o_.targets) {
+        if (listener_at_.count(hp.str())) continue;
+        if (!add_listener(hp, true, primary)) return false;
+        primary = false;
+      }
     }
-    std::vector<HostPort> used;
+    std::vector<std::pair<HostPort, size_t>> used;
     for (const auto& s : rec_.sessions) {
       if (!replayed(s)) continue;
-      const HostPort hp = route(s.broker);
+      size_t listener = 0;
+      if (auto m = o_.map.find(s.broker.str()); m != o_.map.end()) {
+        auto at = listener_at_.find(m->second.str());
+        if (at == listener_at_.end()) {
+          if (!add_listener(m->second, false, primary)) return false;
+          primary = false;
+          continue;
+        }
+        listener = at->second;
+      } else if ((listener = listener_for(s.broker, error)) == SIZE_MAX) {
+        return false;
+      }
+      const HostPort hp = route(s.broker, listener);
       if (targets.count(hp.str())) continue;
-      if (std::none_of(used.begin(), used.end(), [&](const HostPort& u) { return u.str() == hp.str(); })) used.push_back(hp);
+      if (std::none_of(used.begin(), used.end(), [&](const auto& u) { return u.first.str() == hp.str(); }))
+        used.emplace_back(hp, listener);
     }
-    for (const HostPort& hp : used) {
+    // The other brokers sessions go to: reachable, on the listener they are of.
+    for (const auto& [hp, listener] : used) {
       Address a;
       if (!resolve_address(hp, a, error)) return false;
       targets.emplace(hp.str(), std::make_pair(hp, a));
-      if (!control_setup(hp, a, primary, error)) return false;
-      primary = false;
+      Listener scratch = listeners_.at(listener);
+      if (!control_setup(hp, a, false, scratch, error)) return false;
     }
     cluster_notes();
+    listener_notes();
   }
   // Recorded topic ids, from every recorded response.
   {
@@ -983,6 +1224,8 @@ bool Engine::prepare(std::string& error) {
   int64_t first = INT64_MAX, last = 0;
   std::map<std::string, int> sasl_skipped;   // sessions not replayed for want of credentials, by mechanism
   int logins_added = 0;                      // sessions recorded without a login that log in first
+  std::string added_with;                    // their mechanisms
+  int logins_dropped = 0;                    // sessions recorded with a login, to a listener without SASL
   for (const auto& s : rec_.sessions) {
     SessionResult sr;
     sr.id = s.id;
@@ -994,7 +1237,24 @@ bool Engine::prepare(std::string& error) {
     LiveConn c;
     c.retry.max_retries = o_.retry_budget.max_retries;
     c.retry.max_us = o_.retry_budget.max_us;
-    if (!s.sasl_mechanism.empty() && s.skip.starts_with("authenticates")) {
+    size_t listener = 0;
+    if (auto m = o_.map.find(s.broker.str()); m != o_.map.end()) {
+      auto at = listener_at_.find(m->second.str());
+      listener = at == listener_at_.end() ? 0 : at->second;
+    } else {
+      std::string ignored;
+      listener = listener_for(s.broker, ignored);
+      if (listener == SIZE_MAX) listener = 0;   // a session not replayed (prepare asked the others)
+    }
+    const Listener* to = listener < listeners_.size() ? &listeners_[listener] : nullptr;
+    c.listener = listener;
+    c.tls = to ? to->tls : o_.tls.enabled;
+    if (!s.sasl_mechanism.empty() && s.skip.starts_with("authenticates") && to && to->sasl_known && !to->sasl) {
+      // Recorded with a login, to a listener without SASL: sent without it.
+      sr.skip.clear();
+      c.drop_login = true;
+      ++logins_dropped;
+    } else if (!s.sasl_mechanism.empty() && s.skip.starts_with("authenticates")) {
       // Recorded with a SASL login: replayed with the given credentials for
       // its mechanism, or not at all (a login cannot be replayed as recorded).
       if (const SaslLogin* login = o_.login_for(s.sasl_mechanism)) {
@@ -1005,13 +1265,15 @@ bool Engine::prepare(std::string& error) {
         sr.skip += option.empty() ? ", which kwire cannot log in with" : ": give " + option + " to replay it";
         ++sasl_skipped[s.sasl_mechanism];
       }
-    } else if (s.sasl_mechanism.empty() && s.skip.empty() && !o_.sasl.empty()) {
-      c.login_first = &o_.sasl.front();
+    } else if (s.sasl_mechanism.empty() && s.skip.empty() && to && to->sasl && to->login) {
+      c.login_first = to->login;
+      if (added_with.find(to->login->mechanism) == std::string::npos)
+        added_with += (added_with.empty() ? "" : " or ") + to->login->mechanism;
       ++logins_added;
     }
     c.s = &s;
     c.result = out_.sessions.size();
-    auto* t = target_of(s.broker);
+    auto* t = target_of(s.broker, listener);
     if (!t) return false;
     c.addr = t->second;
     c.target = t->first.str();
@@ -1071,7 +1333,11 @@ bool Engine::prepare(std::string& error) {
   if (logins_added)
     out_.notes.push_back(std::to_string(logins_added) + (logins_added == 1 ? " session" : " sessions") +
                          " recorded without a SASL login " + (logins_added == 1 ? "logs" : "log") + " in with " +
-                         o_.sasl.front().mechanism + " first (not compared)");
+                         added_with + " first (not compared)");
+  if (logins_dropped)
+    out_.notes.push_back(std::to_string(logins_dropped) + (logins_dropped == 1 ? " session" : " sessions") +
+                         " recorded with a SASL login " + (logins_dropped == 1 ? "goes" : "go") +
+                         " to a target listener without SASL: its SaslHandshake and SaslAuthenticate are not sent");
   t0_recorded_us_ = first == INT64_MAX ? 0 : first;
   t_last_recorded_us_ = last;
   if (!o_.record_out.empty() && !traffic_.open(o_.record_out, error)) return false;
@@ -1084,7 +1350,7 @@ void Engine::start_connect(LiveConn& c, int64_t now) {
   c.in.clear();
   c.out.clear();
   c.out_off = 0;
-  if (fd < 0 || !c.link.attach(fd, tls_.get(), c.host, error)) {
+  if (fd < 0 || !c.link.attach(fd, c.tls ? tls_.get() : nullptr, c.host, error)) {
     c.st = LiveConn::St::Backoff;
     if (c.down_since_us < 0) c.down_since_us = now;
     c.wake_us = now + c.backoff_us;
@@ -1285,6 +1551,11 @@ void Engine::pump(LiveConn& c, int64_t now, int64_t& wake) {
       ++c.next;
       continue;
     }
+    if (c.drop_login && (e.api_key == 17 /* SaslHandshake */ || e.api_key == 36 /* SaslAuthenticate */)) {
+      finish(c, idx, Outcome::Skipped, "not sent: the target listener " + c.target + " does not use SASL");
+      ++c.next;
+      continue;
+    }
     if (!target_.versions.empty() && !target_.supports(e.api_key, e.api_version)) {
       auto it = target_.versions.find(e.api_key);
       finish(c, idx, Outcome::Unsupported,
@@ -1424,7 +1695,7 @@ LiveConn& Engine::link_to(LiveConn& c, int32_t node) {
     HostPort hp;
     Address a;
     std::string error;
-    if (!parse_host_port(target_view_.endpoint(node), hp, error) || hp.str() == c.target || !resolve_address(hp, a, error))
+    if (!parse_host_port(endpoint_on(c.listener, node), hp, error) || hp.str() == c.target || !resolve_address(hp, a, error))
       return c;
     LiveConn& side = conns_.emplace_back();
     side.owner = &c;
@@ -1434,6 +1705,8 @@ LiveConn& Engine::link_to(LiveConn& c, int32_t node) {
     side.target = hp.str();
     side.host = hp.host;
     side.target_node = node;
+    side.listener = c.listener;
+    side.tls = c.tls;
     side.next = static_cast<uint32_t>(c.s->exchanges.size());
     // A link of a session that logs in logs in too (kwire's own login, not compared).
     side.login_first = c.sasl ? &c.sasl->login() : c.login_first;
@@ -1586,8 +1859,9 @@ bool Engine::ask_target(const std::vector<uint8_t>& request, int16_t api, int16_
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (!control_) {
       control_ = std::make_unique<Control>();
-      if (!control_->connect_to(control_addr_, o_.target.host, tls_.get(), 5, error) ||
-          (!o_.sasl.empty() && !control_login(*control_, o_.target.str(), o_.sasl.front(), false, error))) {
+      const Listener& l = listeners_.front();
+      if (!control_->connect_to(control_addr_, l.bootstrap.host, l.tls ? tls_.get() : nullptr, 5, error) ||
+          (l.login && !control_login(*control_, l.bootstrap.str(), *l.login, false, error))) {
         control_.reset();
         return false;
       }

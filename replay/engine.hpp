@@ -66,8 +66,23 @@ struct RetryBudget {
 bool should_retry(int live_class, int recorded_class, bool live_decoded, int64_t age_us, int64_t request_limit_us,
                   int attempts, RetryBudget& budget, int64_t cost_us, bool charged = true);
 
+// A listener's security protocol, as Kafka names it (PLAINTEXT, SSL,
+// SASL_PLAINTEXT, SASL_SSL), from TLS and SASL.
+std::string security_protocol(bool tls, bool sasl);
+// "SSL://host:9093" or "host:9093": the protocol (upper case, empty when not
+// given) and the address. False with `error` for an unknown protocol.
+bool parse_target(const std::string& s, std::string& protocol, HostPort& out, std::string& error);
+
 struct ReplayOptions {
-  HostPort target;                             // --target: every recorded broker by default
+  HostPort target;                             // --target: its first address (every recorded broker by default)
+  // --target: every address given (the first is `target`): bootstrap brokers
+  // of the target, on one listener or several.
+  std::vector<HostPort> targets;
+  // The security protocol a --target or --map address was given with
+  // ("SSL://host:port"), by "host:port": TLS or not, and whether a SASL login
+  // is expected, for that listener. Without one, TLS is --tls's and SASL is
+  // what the listener answers to a SaslHandshake.
+  std::map<std::string, std::string> protocols;
   std::map<std::string, HostPort> map;         // --map: recorded "addr:port" -> target
   enum class Timing { Recorded, Fast } timing = Timing::Recorded;
   double speed = 1.0;                          // --speed: recorded gaps divided by this

@@ -39,6 +39,7 @@ class Collector : public FrameHandler {
     if (it == open_.end() || it->second.session == SIZE_MAX) return;
     Open& o = it->second;
     RecordedSession& s = out_.sessions[o.session];
+    s.tls = s.tls || ctx.tls;
     if (ctx.not_kafka) {
       if (s.skip.empty()) s.skip = ctx.note.empty() ? "carries bytes that are not Kafka" : ctx.note;
       return;

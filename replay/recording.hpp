@@ -43,6 +43,7 @@ struct RecordedSession {
   std::string sasl_mechanism;    // from SaslHandshake, when the session authenticated
   std::string broker_traffic;    // a broker's own connection: its kind (replay/routing.hpp), never sent
   bool midstream = false;        // the capture starts inside it (no SYN, or hunting needed)
+  bool tls = false;              // recorded over TLS (read with its keys)
 };
 
 struct Recording {

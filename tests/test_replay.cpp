@@ -998,6 +998,44 @@ TEST(ReplayCli, TlsAndSaslOptionsAreChecked) {
   EXPECT_NE(r.err.find("--tls-ca /nonexistent/ca.pem"), std::string::npos) << r.err;
 }
 
+TEST(ReplayCli, TargetsTakeAListAndProtocols) {
+  std::string protocol, error;
+  replay::HostPort hp;
+  ASSERT_TRUE(replay::parse_target("sasl_ssl://broker-1:9094", protocol, hp, error)) << error;
+  EXPECT_EQ(protocol, "SASL_SSL");
+  EXPECT_EQ(hp.str(), "broker-1:9094");
+  ASSERT_TRUE(replay::parse_target("[::1]:9092", protocol, hp, error)) << error;
+  EXPECT_EQ(protocol, "");
+  EXPECT_EQ(hp.str(), "[::1]:9092");
+  EXPECT_FALSE(replay::parse_target("INTERNAL://h:1", protocol, hp, error));
+  EXPECT_NE(error.find("unknown security protocol 'INTERNAL'"), std::string::npos) << error;
+  EXPECT_EQ(replay::security_protocol(true, true), "SASL_SSL");
+  EXPECT_EQ(replay::security_protocol(false, true), "SASL_PLAINTEXT");
+  EXPECT_EQ(replay::security_protocol(true, false), "SSL");
+  EXPECT_EQ(replay::security_protocol(false, false), "PLAINTEXT");
+  auto r = test::kwire_cmd("replay -r x.pcapng --target 127.0.0.1:1,KERBEROS://127.0.0.1:2");
+  EXPECT_EQ(exit_code(r), 2);
+  EXPECT_NE(r.err.find("--target: unknown security protocol 'KERBEROS'"), std::string::npos) << r.err;
+}
+
+// captures/tls/listeners: 17 TLS connections (tshark: 17 ServerHellos), 10 to the SSL
+// listener 127.0.0.1:36643 and 7 to the SASL_SSL one 127.0.0.1:48977, each of those with
+// a SaslHandshake v1 for SCRAM-SHA-512 (captures/MANIFEST.md).
+TEST(ReplayRecording, SessionsKnowTheirListenersProtocol) {
+  replay::Recording rec;
+  std::string error;
+  ASSERT_TRUE(replay::load_recording(std::string(KWIRE_SOURCE_DIR) + "/captures/tls/listeners-secrets.pcapng", ps(),
+                                     SessionOptions{}, rec, error)) << error;
+  std::map<std::string, int> tls, sasl;
+  for (const auto& s : rec.sessions) {
+    tls[s.broker.str()] += s.tls ? 1 : 0;
+    if (!s.sasl_mechanism.empty()) sasl[s.broker.str() + " " + s.sasl_mechanism] += 1;
+  }
+  EXPECT_EQ(rec.sessions.size(), 17u);
+  EXPECT_EQ(tls, (std::map<std::string, int>{{"127.0.0.1:36643", 10}, {"127.0.0.1:48977", 7}}));
+  EXPECT_EQ(sasl, (std::map<std::string, int>{{"127.0.0.1:48977 SCRAM-SHA-512", 7}}));
+}
+
 TEST(ReplayCli, HelpAndRules) {
   auto r = test::kwire_cmd("replay --help");
   EXPECT_EQ(exit_code(r), 0);

@@ -74,6 +74,15 @@
 #               validator): --tls-cert/--tls-key and --sasl-oauthbearer @FILE: exit 0, 0
 #               regressions, every session logs in first; without --tls-cert, and with an
 #               expired token, each exit 2 naming the reason.
+#   tls-listeners captures/tls/listeners-secrets.pcapng (one broker's SSL and SASL_SSL
+#               listeners used in one run, SCRAM-SHA-512) against two fresh brokers with both
+#               listeners, at once: fast with --target naming both listeners (no protocol
+#               given: kwire asks each whether it wants SASL), recorded timing with --map per
+#               recorded listener; each in one run, --sasl-scram-512 given once: exit 0, 0
+#               regressions, 0 unanswered, every session on the target listener of its own
+#               protocol, every SaslAuthenticate the same, logins only on SASL_SSL. Then, on
+#               the used broker, no credentials: exit 2 naming the listener that asks for a
+#               login and the options that give one.
 #
 # Needs Java 17 and Maven (the broker), python3. Missing prerequisites fail the test.
 set -euo pipefail
@@ -486,6 +495,51 @@ tls-scram)
     (( RC == 2 )) || fail "an unknown CA: exit status $RC, expected 2"
     grep -q "certificate does not verify (self-signed certificate in certificate chain)" "$WORK/replay.out" \
         || fail "an unknown CA: the reason is not given"
+    note "ok"
+    ;;
+tls-listeners)
+    # As the scenario's broker: SSL and SASL_SSL listeners, consumer heartbeats every 2 s.
+    KWIRE_BROKER_SSL=1 start_two_brokers "group.consumer.min.heartbeat.interval.ms=1000" \
+        "group.consumer.heartbeat.interval.ms=2000"
+    cap=$REPO/captures/tls/listeners-secrets.pcapng
+    # The capture's listeners (captures/MANIFEST.md).
+    rec_ssl=127.0.0.1:36643 rec_sasl=127.0.0.1:48977
+    listeners_replay() {  # LABEL ARGS...
+        local label=$1 rc=0
+        shift
+        timeout --signal=TERM 300 "$KWIRE" replay -r "$cap" -q --report "$WORK/$label.json" --junit "$WORK/$label.xml" \
+            --sasl-scram-512 "$SCRAM_USER:$SCRAM_PASSWORD" "$@" >"$WORK/$label.out" 2>&1 || rc=$?
+        echo "$rc" >"$WORK/$label.rc"
+    }
+    listeners_replay fast --timing fast --tls-ca "$TLS_CA_PEM" --target "127.0.0.1:$SSL_PORT,127.0.0.1:$SASL_SSL_PORT" &
+    fast=$!
+    listeners_replay recorded --tls-ca "$TLS_CA_PEM2" --target "127.0.0.1:$SSL_PORT2" \
+        --map "$rec_ssl=127.0.0.1:$SSL_PORT2" --map "$rec_sasl=127.0.0.1:$SASL_SSL_PORT2" &
+    recorded=$!
+    wait "$fast" "$recorded" || true
+    for label in fast recorded; do
+        cat "$WORK/$label.out"
+        if [[ $label == fast ]]; then ssl=$SSL_PORT sasl=$SASL_SSL_PORT; else ssl=$SSL_PORT2 sasl=$SASL_SSL_PORT2; fi
+        RC=$(cat "$WORK/$label.rc") REPORT=$WORK/$label.json JUNIT=$WORK/$label.xml
+        expect_clean
+        # Each session on the target listener of its recorded one: recorded SSL on SSL,
+        # recorded SASL_SSL on SASL_SSL (7 sessions logged in when recorded, 10 not).
+        [[ $(json "sorted(set((s['broker'], s['target']) for s in r['sessions']))") == \
+           "[('$rec_ssl', '127.0.0.1:$ssl'), ('$rec_sasl', '127.0.0.1:$sasl')]" ]] \
+            || fail "$label: sessions not on the listener of their own: $(json "sorted(set((s['broker'], s['target']) for s in r['sessions']))")"
+        [[ $(json "sum(a['same'] for a in r['apis'] if a['api'].startswith('SaslAuthenticate'))") == 14 ]] \
+            || fail "$label: the 14 SaslAuthenticate exchanges (7 logins) are not all the same"
+        [[ $(json "sum(a['sent'] for a in r['apis'])") == 93 ]] || fail "$label: not every one of the 93 requests was sent"
+        grep -q "logs\? in first" "$WORK/$label.out" && fail "$label: a session recorded without a login logged in"
+    done
+    grep -q "listeners: recorded SASL_SSL $rec_sasl -> SASL_SSL 127.0.0.1:$SASL_SSL_PORT (SCRAM-SHA-512 login); recorded SSL $rec_ssl -> SSL 127.0.0.1:$SSL_PORT" \
+        "$WORK/fast.out" || fail "fast: the listener note is missing"
+    # No credentials: the SASL_SSL listener asks for a login, and says which options give one.
+    PORT=$SASL_SSL_PORT
+    replay -r "$cap" -q --tls-ca "$TLS_CA_PEM" --target "127.0.0.1:$SSL_PORT"
+    (( RC == 2 )) || fail "no credentials: exit status $RC, expected 2"
+    grep -q "target 127.0.0.1:$SASL_SSL_PORT asks for a SASL login (it offers .*SCRAM-SHA-512.*): give .*--sasl-scram-512 USER:PASSWORD" \
+        "$WORK/replay.out" || fail "no credentials: the reason is not given"
     note "ok"
     ;;
 tls-clean|tls-python-clean)

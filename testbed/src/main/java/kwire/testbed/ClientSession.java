@@ -30,7 +30,9 @@ import org.apache.kafka.common.serialization.StringDeserializer;
  *   <li>topic: the topic produced to and consumed from;</li>
  *   <li>create-topic (false): create the topic (partitions, default 1) if listTopics lacks it;</li>
  *   <li>produce (0): records to produce;</li>
- *   <li>group: consume in this group until the produced records were read, commit, leave.</li>
+ *   <li>group: consume in this group until the produced records were read, commit, leave;</li>
+ *   <li>read (produce): how many records of this client-id's values the group reads, so that
+ *       a session that writes nothing can read what another (same client-id) writes.</li>
  * </ul>
  */
 public final class ClientSession {
@@ -44,6 +46,7 @@ public final class ClientSession {
         int partitions = Integer.parseInt(opt.getOrDefault("partitions", "1"));
         int produce = Integer.parseInt(opt.getOrDefault("produce", "0"));
         String group = opt.get("group");
+        int read = Integer.parseInt(opt.getOrDefault("read", Integer.toString(produce)));
         if ((create || produce > 0 || group != null) && topic == null) {
             throw new IllegalArgumentException("topic= is needed for create-topic, produce and group");
         }
@@ -85,12 +88,12 @@ public final class ClientSession {
             try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(cp)) {
                 consumer.subscribe(List.of(topic));
                 long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-                while (mine < produce && System.nanoTime() < deadline) {
+                while (mine < read && System.nanoTime() < deadline) {
                     for (ConsumerRecord<String, String> r : consumer.poll(Duration.ofMillis(500))) {
                         if (r.value() != null && r.value().startsWith(valuePrefix)) mine++;
                     }
                 }
-                if (mine < produce) throw new IllegalStateException("read " + mine + " of " + produce + " records");
+                if (mine < read) throw new IllegalStateException("read " + mine + " of " + read + " records");
                 consumer.commitSync(Duration.ofSeconds(30));
                 Common.log("group %s: read the %d records of this session from %s, committed %s", group, mine, topic,
                     consumer.assignment());
