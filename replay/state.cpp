@@ -241,6 +241,11 @@ void ReplayState::learn(const Frame& recorded_request, const Frame& recorded, co
       // answer with a retriable error): mapping it would hand one member's
       // live id to every other member's first JoinGroup.
       if ((rec->type == WireType::String || rec->type == WireType::VarString) && rec->aux == 0) continue;
+      // Nor is -1, Kafka's "none" of ids and epochs (the producer id of an
+      // answer with an error, the epoch of a member that left): mapped, it
+      // would give a non-idempotent producer's batches (producer id -1) the
+      // id one producer was handed.
+      if (is_integer(rec->type) && (rec->v.i == -1 || got->v.i == -1)) continue;
       std::string key;
       switch (rules[r].scope) {
         case Scope::Member: {

@@ -215,6 +215,32 @@ TEST(ReplayState, ProducerIdsAreRewrittenInsideRecordBatchesWithANewCrc) {
   EXPECT_EQ(bytes, produce_request(batch(4242, 3), 0x11));
 }
 
+// The recorded InitProducerId failed (COORDINATOR_LOAD_IN_PROGRESS: producer id -1,
+// epoch -1) and the live one did not: -1 is no id, and a non-idempotent producer's
+// batches (producer id -1, epoch -1) keep it.
+TEST(ReplayState, MinusOneIsNoIdToLearn) {
+  FrameDecoder d(ps());
+  replay::ReplayState st(ps(), {});
+  Bytes failed;
+  failed.i32(4).tags0().i32(0).i16(14).i64(-1).i16(-1).tags0();
+  const auto req_b = init_producer_id_request(), rec_b = failed.message(), live_b = init_producer_id_response(4242, 0),
+             produce_b = produce_request(batch(-1, -1), 0x11);
+  Frame req, rec, live;
+  d.decode_request(req_b, req);
+  d.decode_response(rec_b, 22, 5, rec);
+  d.decode_response(live_b, 22, 5, live);
+  ASSERT_TRUE(req.ok() && rec.ok() && live.ok());
+  st.learn(req, rec, live, 1);
+  Frame produce;
+  d.decode_request(produce_b, produce);
+  ASSERT_TRUE(produce.ok());
+  EXPECT_EQ(st.rewrite_request(produce, 2), 0);
+  std::vector<uint8_t> bytes;
+  std::string error;
+  ASSERT_TRUE(FrameEncoder(ps()).encode(produce, bytes, error)) << error;
+  EXPECT_EQ(bytes, produce_b);
+}
+
 // MetadataResponse v12: one topic with a name and an id, no brokers.
 std::vector<uint8_t> metadata_response(const std::string& topic, uint8_t id_fill) {
   Bytes b;
