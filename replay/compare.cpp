@@ -1,5 +1,7 @@
 #include "replay/compare.hpp"
 
+#include <charconv>
+
 #include <fnmatch.h>
 
 #include <algorithm>
@@ -620,10 +622,16 @@ class Walker {
       case WireType::Struct: structure(r, l); return;
       case WireType::Array: case WireType::Records: array(r, l); return;
       default: {
+        if (leader_check(r, l)) return;
         if (same_leaf(rec_, r, live_, l)) return;
         std::string a = json_value(ps_, rec_, r), b = json_value(ps_, live_, l);
         if (a == b) return;
         if (host_config_value(r, l, a, b)) return;
+        if (replica_config_value(r, l, a, b)) return;
+        if (segs_.back() == "replicationFactor" && is_integer(rn.type) && shape_count(rn.v.i, ln.v.i)) {
+          shape(a, b, replicas_why());
+          return;
+        }
         diff(a, b);
         if (rn.desc != kDescUnknownTag && is_error_code_field(ps_.field(rn.desc))) {
           out_.back().recorded_name = std::string(error_name(rn.v.i));
@@ -649,8 +657,18 @@ class Walker {
         std::map<uint16_t, uint16_t> ports = opts_.endpoints ? opts_.endpoints->ports() : std::map<uint16_t, uint16_t>{};
         listener_ports(resource_configs(rec_, rres), resource_configs(live_, lres), ports);
         static const EndpointMap none;
-        if (!endpoints_match(rn.str(), live_.nodes[l].str(), opts_.endpoints ? *opts_.endpoints : none, ports))
+        if (!endpoints_match(rn.str(), live_.nodes[l].str(), opts_.endpoints ? *opts_.endpoints : none, ports)) {
+          // The controller quorum of a cluster of another size lists another
+          // number of controllers.
+          const size_t rc = parse_endpoints(rn.str()).size(), lc = parse_endpoints(live_.nodes[l].str()).size();
+          if (name.starts_with("controller.quorum.") && rc != lc && opts_.recorded_brokers > 0 && opts_.target_brokers > 0 &&
+              opts_.recorded_brokers != opts_.target_brokers) {
+            shape(a, b, std::string(kShapeRule) + std::string(name) + " lists " + std::to_string(lc) +
+                            (lc == 1 ? " controller" : " controllers") + ", the capture's " + std::to_string(rc));
+            return true;
+          }
           return false;  // compared as any value: a regression
+        }
         out_.push_back({path_, a, b, "DescribeConfigs " + std::string(h.name) + ": " + std::string(h.why) +
                                          " (recorded broker addresses mapped to the target's)", true});
         return true;
@@ -659,6 +677,26 @@ class Walker {
       return true;
     }
     return false;
+  }
+
+  // A DescribeConfigs value that counts replicas (a replication factor, a
+  // minimum in sync) and follows from the clusters' sizes: a shape difference
+  // (true).
+  bool replica_config_value(uint32_t r, uint32_t l, const std::string& a, const std::string& b) {
+    if (api_ != "DescribeConfigs" || segs_.back() != "value") return false;
+    const Node& rn = rec_.nodes[r];
+    const Node& ln = live_.nodes[l];
+    if (rn.type != WireType::String || rn.is_null() || ln.is_null()) return false;
+    const std::string_view name = config_name(rec_, rn.parent);
+    if (!name.ends_with(".replication.factor") && !name.ends_with(".min.isr") && name != "min.insync.replicas") return false;
+    int64_t rv = 0, lv = 0;
+    const std::string_view rs = rn.str(), ls = ln.str();
+    if (std::from_chars(rs.data(), rs.data() + rs.size(), rv).ec != std::errc{} ||
+        std::from_chars(ls.data(), ls.data() + ls.size(), lv).ec != std::errc{} || !shape_count(rv, lv))
+      return false;
+    shape(a, b, std::string(kShapeRule) + std::string(name) + " counts replicas, of which the target holds at most " +
+                    std::to_string(opts_.target_brokers));
+    return true;
   }
 
   // The element of the body's top-level array (a DescribeConfigs result) that node n lies in.
@@ -729,6 +767,23 @@ class Walker {
     for (uint32_t c : Children(live_, l)) if (!timer_element(live_, c)) le.push_back(c);
     const bool structs = (!re.empty() && rec_.nodes[re[0]].type == WireType::Struct) ||
                          (!le.empty() && live_.nodes[le[0]].type == WireType::Struct);
+    // Node ids are the target's, but how many replicas a partition has is not:
+    // compared as a count (or a shape difference).
+    if (!structs && re.size() != le.size() && (segs_.back() == "replicaNodes" || segs_.back() == "isrNodes")) {
+      std::vector<std::string> a, b;
+      for (uint32_t c : re) a.push_back(json_value(ps_, rec_, c));
+      for (uint32_t c : le) b.push_back(json_value(ps_, live_, c));
+      if (shape_count(static_cast<int64_t>(re.size()), static_cast<int64_t>(le.size()))) shape(json_list(a), json_list(b), replicas_why());
+      else out_.push_back({path_, json_list(a), json_list(b), std::to_string(re.size()) + " replicas recorded, " + std::to_string(le.size()) + " replayed", false});
+      return;
+    }
+    if (structs && segs_.back() == "brokers" && re.size() != le.size() && opts_.recorded_brokers > 0 &&
+        opts_.target_brokers > 0 && re.size() == static_cast<size_t>(opts_.recorded_brokers) &&
+        le.size() == static_cast<size_t>(opts_.target_brokers)) {
+      auto brokers = [](size_t n) { return '"' + std::to_string(n) + (n == 1 ? " broker\"" : " brokers\""); };
+      shape(brokers(re.size()), brokers(le.size()), brokers_why());
+      return;
+    }
     if (!structs && unordered_values(api_, std::vector<std::string_view>(segs_.begin(), segs_.end()))) {
       // A set: the same values in any order are equal; else the sorted lists differ.
       std::vector<std::string> a, b;
@@ -881,6 +936,36 @@ class Walker {
         return;
       }
     diff(std::move(recorded), std::move(replayed));
+  }
+
+  // A count of replicas (a replica list, a replication factor) r recorded and
+  // l live that follows from the two clusters' sizes alone: capped at the
+  // target's brokers, or each the whole of its cluster (a broker default).
+  bool shape_count(int64_t r, int64_t l) const {
+    const int64_t rb = opts_.recorded_brokers, tb = opts_.target_brokers;
+    if (rb <= 0 || tb <= 0 || rb == tb || r == l) return false;
+    return l == std::min(r, tb) || (r == rb && l == tb);
+  }
+  std::string brokers_why() const { return std::string(kShapeRule) + "a broker list names every broker"; }
+  std::string replicas_why() const {
+    return std::string(kShapeRule) + "a partition has as many replicas as the target holds (at most " +
+           std::to_string(opts_.target_brokers) + "; a broker default fills it)";
+  }
+  void shape(std::string recorded, std::string replayed, std::string why) {
+    out_.push_back({path_, std::move(recorded), std::move(replayed), std::move(why), true});
+  }
+  // A partition's leader named in an answer (Metadata, DescribeTopicPartitions)
+  // that is no broker of the target: a regression whatever the ids. True when
+  // handled (reported).
+  bool leader_check(uint32_t r, uint32_t l) {
+    if (opts_.target_nodes.empty() || segs_.back() != "leaderId" || (api_ != "Metadata" && api_ != "DescribeTopicPartitions"))
+      return false;
+    const Node& ln = live_.nodes[l];
+    if (!is_integer(ln.type) || ln.v.i < 0) return false;
+    if (std::find(opts_.target_nodes.begin(), opts_.target_nodes.end(), ln.v.i) != opts_.target_nodes.end()) return false;
+    out_.push_back({path_, json_value(ps_, rec_, r), json_value(ps_, live_, l),
+                    "leader " + std::to_string(ln.v.i) + " is none of the target's brokers", false});
+    return true;
   }
 
   void diff(std::string recorded, std::string replayed) {

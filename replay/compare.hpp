@@ -77,7 +77,18 @@ struct CompareOptions {
   // Recorded broker addresses -> the target's, for DescribeConfigs endpoint
   // values (null: no address maps, endpoints are compared as they are).
   const EndpointMap* endpoints = nullptr;
+  // How many brokers the capture's cluster and the target have (0: not
+  // known). Where they differ, what follows from that alone is a shape
+  // difference (a Difference whose rule starts with kShapeRule, ignored): a
+  // replica count the target cannot hold or fills to its size, its broker
+  // list, its controller quorum. A replica count that differs otherwise is a
+  // regression.
+  int recorded_brokers = 0, target_brokers = 0;
+  // The target's node ids: a partition's leader in an answer must be one of
+  // them (else a regression), whatever id the capture had.
+  std::vector<int32_t> target_nodes;
 };
+inline constexpr std::string_view kShapeRule = "shape: ";
 
 // Arrays of values that Kafka treats as sets (partition numbers of an
 // assignment, topic names of a subscription): compared without their order.

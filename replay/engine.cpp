@@ -680,6 +680,33 @@ class Engine {
   std::string topic_name(std::string_view id) const { return state_.recorded_topic_name(id); }
   // A lagging read whose differences an admin write not yet visible explains: sent again (true).
   bool converge_retry(LiveConn& c, InFlight& f, ExchangeResult& r, int64_t now);
+  // Whether a message's program has a field named `name`, at any depth.
+  bool has_field(uint32_t sp, std::string_view name, int depth = 0) const {
+    if (depth > 16) return false;
+    const StructProgram& st = ps_.structure(sp);
+    for (auto [first, count] : {std::pair{st.first_field, st.field_count}, std::pair{st.first_tagged, st.tagged_count}})
+      for (uint32_t i = first; i < first + count; ++i) {
+        const FieldDesc& d = ps_.field(i);
+        if (d.name == name || (d.sub >= 0 && has_field(static_cast<uint32_t>(d.sub), name, depth + 1))) return true;
+      }
+    return false;
+  }
+  // Requests that name a replication factor (CreateTopics, a Streams group's
+  // internal topics): capped at the target's brokers when it has fewer than
+  // the capture's cluster.
+  std::unordered_map<const MessageProgram*, bool> names_rf_;
+  bool caps_replication(const MessageProgram& m) {
+    if (cmp_.target_brokers <= 0 || cmp_.target_brokers >= cmp_.recorded_brokers) return false;
+    auto it = names_rf_.find(&m);
+    if (it != names_rf_.end()) return it->second;
+    const int sub = ps_.field(m.root).sub;
+    return names_rf_[&m] = sub >= 0 && has_field(static_cast<uint32_t>(sub), "ReplicationFactor");
+  }
+  int cap_replication(Frame& f, const ExchangeResult& r);
+  // Replication factors of requests capped (api, what, first frame): the report's shape section.
+  std::map<std::string, std::pair<uint32_t, uint64_t>> capped_;
+  // Shape differences (CompareOptions::target_brokers), once per kind, for the report.
+  void collect_shape();
   bool has_sticky(int16_t api) {
     auto it = sticky_apis_.find(api);
     if (it != sticky_apis_.end()) return it->second;
@@ -1056,8 +1083,8 @@ void Engine::cluster_notes() {
     std::string ids;
     for (int32_t n : missing) ids += (ids.empty() ? "" : ", ") + std::to_string(n);
     out_.notes.push_back("the target has no node " + ids + ": their sessions go to " + o_.target.str() +
-                         ", which may answer them as another broker would not (REBOOTSTRAP_REQUIRED, NOT_COORDINATOR, "
-                         "NOT_LEADER_OR_FOLLOWER); --map pins a recorded broker to a target broker");
+                         " (their ApiVersions name its node), and each request where its role lives; --map pins a "
+                         "recorded broker to a target broker");
   }
 }
 
@@ -1210,6 +1237,13 @@ bool Engine::prepare(std::string& error) {
     }
     cluster_notes();
     listener_notes();
+    // The two clusters' sizes, for what follows from them alone (shape
+    // differences), and the target's nodes, where a leader must be.
+    if (target_view_learnt_) {
+      cmp_.recorded_brokers = static_cast<int>(recorded_view_.brokers().size());
+      cmp_.target_brokers = static_cast<int>(target_view_.brokers().size());
+      for (const auto& [node, endpoint] : target_view_.brokers()) cmp_.target_nodes.push_back(node);
+    }
   }
   // Recorded topic ids, from every recorded response.
   {
@@ -1282,7 +1316,7 @@ bool Engine::prepare(std::string& error) {
     // (a broker's own connections to its controller do not: skipped).
     if (s.skip.empty() || c.sasl) endpoints_.add(s.broker.str(), c.target);
     sr.target = c.target;
-    if (request_routing()) c.target_node = target_node_at(c.target);
+    c.target_node = target_node_at(c.target);
     if (!o_.conns.empty() && !o_.conns.count(s.id)) c.filtered_session = true, sr.skip = "not chosen (--conn)";
     if (!o_.groups.empty() && !c.filtered_session) {
       // A session is chosen when one of its requests names one of the groups.
@@ -1436,12 +1470,67 @@ void Engine::drop(LiveConn& c, int64_t now, const std::string& why) {
   c.backoff_us = std::min<int64_t>(c.backoff_us * 2, 2000000);
 }
 
+int Engine::cap_replication(Frame& f, const ExchangeResult& r) {
+  int changed = 0;
+  const int64_t most = cmp_.target_brokers;
+  for (uint32_t i = f.body ? f.body + 1 : f.nodes.size(); i < f.nodes.size(); ++i) {
+    Node& n = f.nodes[i];
+    if (n.desc == kDescUnknownTag || !is_integer(n.type) || ps_.field(n.desc).name != "ReplicationFactor" || n.v.i <= most) continue;
+    auto& [count, first] = capped_[r.api_name + " request " + node_path(f, ps_, i) + " " + std::to_string(n.v.i) + " sent as " +
+                                   std::to_string(most)];
+    if (!count++) first = r.frame;
+    n.v.i = most;
+    ++changed;
+  }
+  return changed;
+}
+
+void Engine::collect_shape() {
+  out_.recorded_brokers = cmp_.recorded_brokers;
+  out_.target_brokers = cmp_.target_brokers;
+  for (const auto& [what, seen] : capped_) {
+    ShapeDifference d;
+    d.what = what;
+    d.why = "a topic cannot have more replicas than the target has brokers";
+    d.count = seen.first;
+    d.first_frame = seen.second;
+    out_.shape.push_back(std::move(d));
+  }
+  // Once per api, field (indices and DescribeConfigs' synonyms left out) and
+  // reason; counted by responses.
+  std::map<std::string, std::pair<size_t, uint64_t>> at;   // key -> its entry, the last frame counted
+  for (const auto& x : out_.exchanges)
+    for (const auto& diff : x.differences) {
+      if (!diff.ignored || !diff.rule.starts_with(kShapeRule)) continue;
+      std::string path;
+      for (size_t k = 0; k < diff.path.size(); ++k) {
+        if (diff.path[k] == '[') { k = diff.path.find(']', k); if (k == std::string::npos) break; continue; }
+        path += diff.path[k];
+      }
+      if (const size_t syn = path.find(".synonyms."); syn != std::string::npos) path.erase(syn, 9);
+      const std::string key = x.api_name + '\x1e' + path + '\x1e' + diff.rule;
+      auto [it, fresh] = at.emplace(key, std::make_pair(out_.shape.size(), uint64_t{0}));
+      if (fresh) {
+        ShapeDifference d;
+        d.what = x.api_name + " " + path;
+        d.why = diff.rule.substr(kShapeRule.size());
+        d.first_frame = x.frame;
+        d.recorded = diff.recorded;
+        d.replayed = diff.replayed;
+        out_.shape.push_back(std::move(d));
+      }
+      if (it->second.second != x.frame || fresh) ++out_.shape[it->second.first].count;
+      it->second.second = x.frame;
+    }
+}
+
 bool Engine::prepare_request(LiveConn& c, const Exchange& e, uint32_t idx, std::vector<uint8_t>& bytes, bool& skip) {
   const int32_t corr = ++c.corr;
   const MessageProgram* m = ps_.find(e.api_key, e.api_version, Direction::Request);
   const bool login = c.sasl && m && m->api_name == "SaslAuthenticate";
   const bool node_id = e.api_key == 18 && e.api_version >= 5 && c.target_node >= 0;  // see below
-  if (e.malformed || !m || (!login && !node_id && !o_.on_request && (!state_.substituting() || !state_.may_rewrite(*m)))) {
+  const bool cap = m && !e.malformed && caps_replication(*m);
+  if (e.malformed || !m || (!login && !node_id && !cap && !o_.on_request && (!state_.substituting() || !state_.may_rewrite(*m)))) {
     // Nothing in it can change (or it does not decode as recorded): sent as
     // it was, with the new correlation id.
     bytes = e.request;
@@ -1473,6 +1562,7 @@ bool Engine::prepare_request(LiveConn& c, const Exchange& e, uint32_t idx, std::
     }
     if (skip) return true;
   }
+  if (cap) r.substitutions += cap_replication(edited, r);
   if (e.api_key == 18 && c.target_node >= 0 && edited.body) {
     // ApiVersions v5+ names the node the client meant (KIP-1102's
     // REBOOTSTRAP_REQUIRED answers a mismatch): the target's node it goes to.
@@ -2117,7 +2207,8 @@ void Engine::answered(LiveConn& c, InFlight f, std::span<const uint8_t> msg, int
     }
   }
   compare(ps_, recorded_resp_, live_, cmp_, r.differences, &sticky_, std::to_string(c.s->id));
-  if (request_routing() && r.api_name == "ListGroups" && !o_.map.count(c.s->broker.str())) groups_elsewhere(c, r.differences);
+  if ((request_routing() || cluster_routing()) && r.api_name == "ListGroups" && !o_.map.count(c.s->broker.str()))
+    groups_elsewhere(c, r.differences);
   if (o_.on_response) {
     std::vector<std::pair<std::string, std::string>> add;
     std::string error;
@@ -2172,9 +2263,7 @@ void Engine::groups_elsewhere(const LiveConn& c, std::vector<Difference>& diffs)
     if (end == std::string::npos || json.find('\\', at) < end) return {};
     return json.substr(at + 1, end - at - 1);
   };
-  int32_t recorded_node = ClusterView::kUnknown;
-  for (const auto& [node, endpoint] : recorded_view_.brokers())
-    if (endpoint == c.s->broker.str()) recorded_node = node;
+  const int32_t recorded_node = recorded_view_.node_at(c.s->broker.str());
   if (recorded_node == ClusterView::kUnknown || c.target_node < 0) return;  // which node answered is not known
   const std::string absent = "\"(absent)\"";
   auto listed = [&](const Difference& d) { return d.path.starts_with("body.groups[") && d.path.find('.', 12) == std::string::npos; };
@@ -2435,6 +2524,7 @@ bool Engine::run(std::string& error) {
   auto secs = [](const timeval& t) { return t.tv_sec + t.tv_usec / 1e6; };
   out_.cpu_s = secs(ru1.ru_utime) - secs(ru0.ru_utime) + secs(ru1.ru_stime) - secs(ru0.ru_stime);
   out_.wall_s = (now_us() - start_us_) / 1e6;
+  collect_shape();
   classify_races(ps_, rec_, [this](std::string_view id) { return topic_name(id); }, out_);
   if (out_.reads_converged || out_.reads_not_converged)
     out_.notes.push_back(std::to_string(out_.reads_converged + out_.reads_not_converged) +

@@ -172,11 +172,24 @@ struct SessionResult {
   std::string broker_traffic; // a broker's own connection, never sent: its kind (replay/routing.hpp)
 };
 
+// A difference that follows from the target's shape alone (another number
+// of brokers than the capture's cluster), not from its behaviour: named once
+// per kind in the report, never a regression.
+struct ShapeDifference {
+  std::string what;            // "Metadata body.topics.partitions.replicaNodes", "request CreateTopics ...: replication factor 3 sent as 1"
+  std::string why;
+  uint32_t count = 0;          // responses (or requests) it was seen in
+  uint64_t first_frame = 0;    // the first one's recorded request
+  std::string recorded, replayed;  // the first one's values (empty for a request)
+};
+
 struct ReplayResult {
   std::vector<SessionResult> sessions;
   std::vector<ExchangeResult> exchanges;
   std::vector<double> gap_errors_ms;   // |replayed gap - recorded gap / speed|, recorded timing only
   std::vector<std::string> notes;      // setup, learned state, reconnects
+  std::vector<ShapeDifference> shape;  // what differs because the target has another number of brokers
+  int recorded_brokers = 0, target_brokers = 0;   // the capture's cluster's and the target's (0: not known)
   // Reads sent again after an admin write of the replay until they converged (or not).
   uint32_t reads_converged = 0, reads_not_converged = 0;
   double wall_s = 0;

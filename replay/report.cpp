@@ -245,6 +245,15 @@ void write_text_report(std::ostream& out, const ReplayResult& r, const ReportCon
     if (unsupported++ == 0) out << "\nunsupported by the target (first 5):\n";
     out << "  frame " << e.frame << " " << e.api_name << " v" << e.api_version << ": " << e.note << "\n";
   }
+  if (!r.shape.empty()) {
+    out << "\nshape differences (the target has " << r.target_brokers << (r.target_brokers == 1 ? " broker" : " brokers")
+        << ", the capture's cluster " << r.recorded_brokers << "; these follow from that alone, not regressions):\n";
+    for (const auto& d : r.shape) {
+      out << "  " << d.what << ": " << d.count << (d.count == 1 ? " time" : " times") << ", first frame " << d.first_frame;
+      if (!d.recorded.empty()) out << " (recorded " << d.recorded << ", replayed " << d.replayed << ")";
+      out << "\n    " << d.why << "\n";
+    }
+  }
   if (!r.gap_errors_ms.empty()) {
     snprintf(line, sizeof line, "\ntiming: replayed minus recorded gap between requests, p50 %.2f ms, p99 %.2f ms (%zu gaps)\n",
              percentile(r.gap_errors_ms, 0.5), percentile(r.gap_errors_ms, 0.99), r.gap_errors_ms.size());
@@ -375,6 +384,15 @@ void write_json_report(std::ostream& out, const ReplayResult& r, const ReportCon
   if (!r.gap_errors_ms.empty())
     out << ",\"timingAccuracy\":{\"gaps\":" << r.gap_errors_ms.size() << ",\"gapErrorP50Ms\":" << percentile(r.gap_errors_ms, 0.5)
         << ",\"gapErrorP99Ms\":" << percentile(r.gap_errors_ms, 0.99) << "}";
+  out << ",\"brokers\":{\"capture\":" << r.recorded_brokers << ",\"target\":" << r.target_brokers << "}";
+  out << ",\"shape\":[";
+  first = true;
+  for (const auto& d : r.shape) {
+    out << (first ? "" : ",") << "{\"what\":" << quote(d.what) << ",\"why\":" << quote(d.why) << ",\"count\":" << d.count
+        << ",\"firstFrame\":" << d.first_frame << ",\"recorded\":" << quote(d.recorded) << ",\"replayed\":" << quote(d.replayed) << "}";
+    first = false;
+  }
+  out << "]";
   out << ",\"notes\":[";
   first = true;
   for (const auto& n : r.notes) { out << (first ? "" : ",") << quote(n); first = false; }

@@ -241,6 +241,77 @@ TEST(ReplayState, MinusOneIsNoIdToLearn) {
   EXPECT_EQ(bytes, produce_b);
 }
 
+// MetadataResponse v12 of `brokers` brokers (ids 1..n) and one partition of
+// "orders" led by `leader` with these replicas (all in sync).
+std::vector<uint8_t> metadata_partition(int brokers, int32_t leader, const std::vector<int32_t>& replicas) {
+  Bytes b;
+  b.i32(3).tags0();
+  b.i32(0).carr(brokers);
+  for (int k = 1; k <= brokers; ++k) b.i32(k).cstr("127.0.0." + std::to_string(10 + k)).i32(9092).cnull().tags0();
+  b.cstr("cluster-x").i32(1).carr(1).i16(0).cstr("orders").uuid(0x11).i8(0).carr(1);
+  b.i16(0).i32(0).i32(leader).i32(0).carr(replicas.size());
+  for (int32_t r : replicas) b.i32(r);
+  b.carr(replicas.size());
+  for (int32_t r : replicas) b.i32(r);
+  b.carr(0).tags0();
+  b.i32(-2147483648).tags0().tags0();
+  return b.message();
+}
+
+// Metadata compared as structure: node ids are the target's, but how many
+// replicas a partition has, and whether its leader is a broker of the target,
+// are compared; what follows from another number of brokers is a shape
+// difference, not a regression.
+TEST(ReplayCompare, MetadataIsComparedAsStructureModuloShape) {
+  FrameDecoder d(ps());
+  auto run = [&](const std::vector<uint8_t>& rec_b, const std::vector<uint8_t>& live_b, int recorded, int target,
+                 std::vector<int32_t> nodes) {
+    Frame rec, live;
+    d.decode_response(rec_b, 3, 12, rec);
+    d.decode_response(live_b, 3, 12, live);
+    EXPECT_TRUE(rec.ok() && live.ok());
+    replay::CompareOptions o;
+    o.ignore = replay::default_ignore_rules();
+    o.recorded_brokers = recorded;
+    o.target_brokers = target;
+    o.target_nodes = std::move(nodes);
+    std::vector<replay::Difference> out;
+    replay::compare(ps(), rec, live, o, out);
+    return out;
+  };
+  auto shape = [](const replay::Difference& x) { return x.ignored && x.rule.starts_with(replay::kShapeRule); };
+  // 3 brokers recorded, 1 on the target: the broker list and the replicas are shape.
+  // The leader's id (2 then, 1 now) is the target's, ignored.
+  auto out = run(metadata_partition(3, 2, {2, 3, 1}), metadata_partition(1, 1, {1}), 3, 1, {1});
+  ASSERT_EQ(out.size(), 4u);
+  for (const auto& x : out)
+    EXPECT_TRUE(x.path.ends_with("leaderId") ? x.ignored && x.rule == "**.leaderId" : shape(x)) << x.path << " " << x.rule;
+  EXPECT_EQ(out[0].path, "body.brokers");
+  EXPECT_EQ(out[0].recorded, "\"3 brokers\"");
+  EXPECT_EQ(out[0].replayed, "\"1 broker\"");
+  EXPECT_EQ(out[2].path, "body.topics[0].partitions[0].replicaNodes");
+  EXPECT_EQ(out[2].recorded, "[2,3,1]");
+  EXPECT_EQ(out[2].replayed, "[1]");
+  // 3 and 3, other ids: nothing but ignored node ids.
+  out = run(metadata_partition(3, 2, {2, 3, 1}), metadata_partition(3, 3, {3, 1, 2}), 3, 3, {1, 2, 3});
+  for (const auto& x : out) EXPECT_TRUE(x.ignored && !shape(x)) << x.path;
+  // 3 and 3, but one replica: a regression.
+  out = run(metadata_partition(3, 2, {2, 3, 1}), metadata_partition(3, 2, {2}), 3, 3, {1, 2, 3});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_FALSE(out[0].ignored);
+  EXPECT_EQ(out[0].rule, "3 replicas recorded, 1 replayed");
+  // A leader that is no broker of the target: a regression.
+  out = run(metadata_partition(3, 2, {2, 3, 1}), metadata_partition(3, 7, {2, 3, 1}), 3, 3, {1, 2, 3});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].path, "body.topics[0].partitions[0].leaderId");
+  EXPECT_FALSE(out[0].ignored);
+  EXPECT_EQ(out[0].rule, "leader 7 is none of the target's brokers");
+  // 1 broker recorded, 3 on the target, a topic of the broker default: 1 replica then, 3 now.
+  out = run(metadata_partition(1, 1, {1}), metadata_partition(3, 2, {2, 3, 1}), 1, 3, {1, 2, 3});
+  ASSERT_EQ(out.size(), 4u);
+  for (const auto& x : out) EXPECT_TRUE(x.path.ends_with("leaderId") ? x.ignored : shape(x)) << x.path;
+}
+
 // MetadataResponse v12: one topic with a name and an id, no brokers.
 std::vector<uint8_t> metadata_response(const std::string& topic, uint8_t id_fill) {
   Bytes b;

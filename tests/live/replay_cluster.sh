@@ -34,7 +34,12 @@
 # addresses, with --target naming node 1: clean too. Then captures of one broker
 # (demo, classic-consumer) into that cluster, --target naming node 3: clean.
 #
-# Both clusters have the recording's broker setting (captures/MANIFEST.md).
+# Then the capture into clusters of other shapes, one broker and five, at once, fast
+# timing: clean, and what differs only because the target has another number of
+# brokers (broker lists, replica counts, replication factors capped at one broker,
+# the controller quorum) is named once per kind in the report's shape section.
+#
+# Every cluster has the recording's broker setting (captures/MANIFEST.md).
 set -euo pipefail
 
 KWIRE=${1:?usage: replay_cluster.sh KWIRE_BINARY}
@@ -59,6 +64,7 @@ cleanup() {
     local rc=$?
     trap - EXIT
     if [[ -n $CLUSTER_SH ]]; then stop_pid "$CLUSTER_SH" TERM 90; fi
+    for name in "${!CLUSTERS[@]}"; do stop_pid "${CLUSTERS[$name]}" TERM 90 || true; done
     if (( rc != 0 )); then
         [[ -f $WORK/replay.out ]] && { echo "--- kwire replay output" >&2; tail -n 40 "$WORK/replay.out" >&2; }
         [[ -f $WORK/run-cluster.out ]] && { echo "--- run-cluster output" >&2; tail -n 20 "$WORK/run-cluster.out" >&2; }
@@ -74,16 +80,27 @@ testbed_build
 # (captures/MANIFEST.md; the capture's IncrementalAlterConfigs of stateful-app needs
 # it). Ready once run-cluster writes its info file (every node answers Metadata
 # listing all three brokers unfenced); its own bound is a failure bound.
-start_cluster() {
-    rm -f "$WORK/cluster.env"
-    KWIRE_BROKER_PROPS=group.streams.min.task.offset.interval.ms=1000 \
-    KWIRE_CLUSTER_BASE_ADDR=127.0.0.41 KWIRE_CLUSTER_INFO=$WORK/cluster.env KWIRE_CLUSTER_LOG_DIR=$WORK \
-        setsid "$REPO/testbed/run-cluster" 3 >"$WORK/run-cluster.out" 2>&1 &
-    CLUSTER_SH=$!
-    while [[ ! -s $WORK/cluster.env ]] || ! grep -q '^NODE_3_LOG=' "$WORK/cluster.env"; do
-        kill -0 "$CLUSTER_SH" 2>/dev/null || fail "run-cluster exited before the cluster was ready"
+# start_cluster [SIZE BASE_ADDR NAME]: sets CLUSTER_SH (NAME's run-cluster) and sources
+# its info file (default: 3 nodes from 127.0.0.41, "cluster"); launch_cluster starts one
+# and wait_cluster waits for it, so that two can start at once.
+launch_cluster() {  # SIZE BASE_ADDR NAME [server.properties line]
+    rm -f "$WORK/$3.env"
+    KWIRE_BROKER_PROPS=group.streams.min.task.offset.interval.ms=1000${4:+$'\n'$4} \
+    KWIRE_CLUSTER_BASE_ADDR=$2 KWIRE_CLUSTER_INFO=$WORK/$3.env KWIRE_CLUSTER_LOG_DIR=$WORK/$3 \
+        setsid "$REPO/testbed/run-cluster" "$1" >"$WORK/run-$3.out" 2>&1 &
+    CLUSTERS[$3]=$!
+}
+wait_cluster() {  # SIZE NAME
+    while [[ ! -s $WORK/$2.env ]] || ! grep -q "^NODE_$1_LOG=" "$WORK/$2.env"; do
+        kill -0 "${CLUSTERS[$2]}" 2>/dev/null || fail "run-cluster ($2) exited before the cluster was ready"
         sleep 0.5
     done
+}
+declare -A CLUSTERS=()
+start_cluster() {
+    launch_cluster 3 127.0.0.41 cluster
+    CLUSTER_SH=${CLUSTERS[cluster]}
+    wait_cluster 3 cluster
     source "$WORK/cluster.env"
 }
 start_cluster
@@ -256,4 +273,94 @@ print(f"replay_cluster: {cap}.pcapng (one broker) into the cluster clean: {s['se
       f"{routed.group(1) if routed else 0} of them to another node than --target")
 EOF5
 done
+# Other shapes: the same capture into one broker and into five (run-cluster 1 and 5,
+# started together, with the cluster's settings for their size), fast timing, at once.
+# Clean both: exit 0, no regression, nothing unanswered; what follows from the shape
+# alone is reported once per kind in its own section, with these among them (one
+# broker: replication factors of 3 sent as 1, and 3 replicas recorded where the target
+# holds 1; five: the broker lists, 3 brokers recorded and 5 now).
+stop_pid "$CLUSTER_SH" TERM 90
+CLUSTER_SH=
+mkdir -p "$WORK/one" "$WORK/five"
+launch_cluster 1 127.0.0.51 one
+launch_cluster 5 127.0.0.61 five
+wait_cluster 1 one
+wait_cluster 5 five
+replays=()
+for shape in one five; do
+    (
+        source "$WORK/$shape.env"
+        rc=0
+        "$KWIRE" replay -r "$CAPTURE" --target "$NODE_1_ADDR:$BROKER_PORT" --timing fast -q --report "$WORK/$shape.json" \
+            >"$WORK/replay-$shape.out" 2>&1 || rc=$?
+        echo "$rc" >"$WORK/$shape.rc"
+    ) &
+    replays+=($!)
+done
+wait "${replays[@]}"
+for shape in one five; do
+    python3 - "$WORK/$shape.json" "$(cat "$WORK/$shape.rc")" "$shape" <<'EOF6' || { tail -n 40 "$WORK/replay-$shape.out" >&2; fail "see above"; }
+import json, sys
+report, rc, shape = json.load(open(sys.argv[1])), int(sys.argv[2]), sys.argv[3]
+s, found = report["summary"], report["shape"]
+size = {"one": 1, "five": 5}[shape]
+kinds = [(d["what"], d["why"]) for d in found]
+want = {"one": ["CreateTopics request Topics.ReplicationFactor 3 sent as 1", "Metadata body.topics.partitions.replicaNodes",
+                "Metadata body.brokers", "DescribeConfigs body.results.configs.value"],
+        "five": ["Metadata body.brokers", "DescribeCluster body.brokers"]}[shape]
+errors = [e for ok, e in [(rc == 0, f"kwire replay exited {rc}"),
+                          (s["regressions"] == 0, f"{s['regressions']} regressions, first: {report['regressions'][:3]}"),
+                          (s["unanswered"] == 0, f"{s['unanswered']} unanswered"),
+                          (report["brokers"] == {"capture": 3, "target": size}, f"brokers {report['brokers']}"),
+                          (len(kinds) == len(set(kinds)), f"a shape difference named twice: {kinds}")] if not ok]
+errors += [f"no shape difference {w!r} in {[d['what'] for d in found]}" for w in want if not any(d["what"] == w for d in found)]
+if shape == "five":
+    b = next((d for d in found if d["what"] == "Metadata body.brokers"), None)
+    if b and (b["recorded"], b["replayed"]) != ('"3 brokers"', '"5 brokers"'):
+        errors.append(f"Metadata brokers: {b}")
+for e in errors: print(f"replay_cluster: FAIL (into {size} broker{'s' if size > 1 else ''}):", e, file=sys.stderr)
+if errors: sys.exit(1)
+print(f"replay_cluster: into {size} broker{'s' if size > 1 else ''} clean: {s['sent']} requests; shape differences: "
+      + "; ".join(f"{d['what']} x{d['count']}" for d in found))
+EOF6
+done
+for shape in one five; do stop_pid "${CLUSTERS[$shape]}" TERM 90; unset "CLUSTERS[$shape]"; done
+
+# A changed cluster: three nodes whose brokers set min.insync.replicas=4 where the
+# recording's had 1. (Above every replication factor; Kafka 4.4 takes the smaller of
+# the two (KIP-966), so Produce with acks=all still succeeds: the change shows in
+# the configs the brokers hand out.) Fast timing, bounded: exit 1, and the first
+# divergence of the session that creates the topics is CreateTopics' config value
+# 1 -> 4, that of the Admin describing broker configs DescribeConfigs' 1 -> 4, in
+# text and JSON; nothing else regresses.
+launch_cluster 3 127.0.0.41 changed min.insync.replicas=4
+CLUSTER_SH=${CLUSTERS[changed]}
+wait_cluster 3 changed
+source "$WORK/changed.env"
+t0=$SECONDS
+rc=0
+"$KWIRE" replay -r "$CAPTURE" --target "$NODE_2_ADDR:$BROKER_PORT" --timing fast -q --report "$WORK/changed.json" \
+    >"$WORK/replay.out" 2>&1 || rc=$?
+took=$((SECONDS - t0))
+span=$(python3 "$HERE/capture_span.py" "$CAPTURE")
+(( rc == 1 )) || fail "changed cluster: exit status $rc, expected 1"
+(( took < 3 * span + 60 )) || fail "changed cluster: took $took s, more than 3 x $span + 60 s"
+python3 - "$WORK/changed.json" <<'EOF7' || fail "see above"
+import json, re, sys
+r = json.load(open(sys.argv[1]))
+firsts = {s["session"]: s["firstDivergence"] for s in r["sessions"] if "firstDivergence" in s}
+norm = lambda p: re.sub(r"\[\d+\]", "[*]", p)
+kinds = {(d["api"], norm(d["path"]), str(d["recorded"]), str(d["replayed"])) for d in firsts.values()}
+want = {("CreateTopics", "body.topics[*].configs[*].value", "1", "4"), ("DescribeConfigs", "body.results[*].configs[*].value", "1", "4")}
+other = [d for d in r["regressions"] if (norm(d["path"]).replace(".synonyms[*]", ""), str(d["recorded"]), str(d["replayed"]))
+         not in {("body.topics[*].configs[*].value", "1", "4"), ("body.results[*].configs[*].value", "1", "4")}]
+if kinds != want or other:
+    for sid, d in sorted(firsts.items()): print(f"  session {sid}: frame {d['frame']} {d['api']} {d['path']}: {d['recorded']} -> {d['replayed']}", file=sys.stderr)
+    print(f"replay_cluster: FAIL (changed cluster): first divergences {sorted(kinds)}, other regressions {other[:5]}", file=sys.stderr)
+    sys.exit(1)
+print(f"replay_cluster: changed cluster named: {len(firsts)} sessions start diverging at min.insync.replicas 1 -> 4")
+EOF7
+grep -Eq '^        body\.topics\[[0-9]+\]\.configs\[[0-9]+\]\.value: recorded "1", replayed "4"$' "$WORK/replay.out" \
+    || fail "changed cluster: the text report does not show the config as a first divergence"
+note "changed cluster: exit 1 in $took s (the capture lasts $span s)"
 note "ok"
