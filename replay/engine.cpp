@@ -673,6 +673,7 @@ class Engine {
   std::map<Role, uint32_t> routed_;          // requests sent to another node than their session's, by role
   std::vector<uint64_t> split_frames_;       // requests split into one per leader
   std::vector<uint64_t> unsplit_frames_;     // requests whose partitions (or keys) live on several nodes, sent whole
+  std::vector<std::pair<uint64_t, std::string>> unplaced_;  // requests whose role's node was not known: frame, what
   uint32_t refreshes_ = 0;
   void route_to_coordinator(LiveConn& c);
   uint32_t coordinator_sessions_ = 0, coordinator_moved_ = 0, coordinator_unknown_ = 0;
@@ -1770,7 +1771,12 @@ LiveConn& Engine::link_for(LiveConn& c, uint32_t idx, bool first) {
     if (node == ClusterView::kUnknown || (epoch && epoch->v.i > 0)) node = last->second;
   }
   if (p.nodes > 1 && first) unsplit_frames_.push_back(e.frame);
-  if (node == ClusterView::kUnknown) return c;
+  if (node == ClusterView::kUnknown) {
+    // Where its role lives is not known yet (the target named no leader or
+    // coordinator for it): over the session's own connection, and said so.
+    if (first && !p.unknown.empty()) unplaced_.emplace_back(e.frame, p.unknown);
+    return c;
+  }
   c.last_node[e.api_key] = node;
   LiveConn& link = link_to(c, node);
   if (first && &link != &c) ++routed_[p.role];
@@ -2565,6 +2571,15 @@ bool Engine::run(std::string& error) {
     out_.notes.push_back(std::to_string(unsplit_frames_.size()) + (unsplit_frames_.size() == 1 ? " request names" : " requests name") +
                          " partitions or keys that live on several target nodes and went whole to the first one's node "
                          "(a fetch session, several groups): frames " + frames(unsplit_frames_));
+  if (!unplaced_.empty()) {
+    std::string which;
+    for (size_t i = 0; i < unplaced_.size() && i < 10; ++i)
+      which += (i ? ", " : "") + std::to_string(unplaced_[i].first) + " (" + unplaced_[i].second + ")";
+    out_.notes.push_back(std::to_string(unplaced_.size()) + (unplaced_.size() == 1 ? " request" : " requests") +
+                         " went over their session's own connection because the target had not said where their "
+                         "partition's leader or key's coordinator is (no Metadata or FindCoordinator answer named it "
+                         "yet): frames " + which + (unplaced_.size() > 10 ? ", ..." : ""));
+  }
   if (refreshes_)
     out_.notes.push_back("asked the target " + std::to_string(refreshes_) +
                          " times where a partition's leader or a coordinator had moved (NOT_LEADER_OR_FOLLOWER, "
