@@ -84,6 +84,22 @@ bool parse_pattern(const std::string& text, PathPattern& out, std::string& error
   return true;
 }
 
+// "body.responses[0].partitions[+1].errorCode" -> "body.responses.partitions.errorCode".
+std::string plain_path(const std::string& path) {
+  std::string out;
+  for (size_t i = 0; i < path.size(); ++i) {
+    if (path[i] == '[') {
+      size_t close = path.find(']', i);
+      if (close == std::string::npos) break;
+      i = close;
+      continue;
+    }
+    out += path[i];
+  }
+  return out;
+}
+
+// Regressed fields, "Api path" -> how many times.
 std::vector<IgnoreRule> default_ignore_rules() {
   std::vector<IgnoreRule> rules = pattern_table<IgnoreRule>({
       {"**.throttleTimeMs", "how long the broker asked the client to wait"},

@@ -24,6 +24,9 @@ struct PathPattern {
   bool matches_exactly(std::string_view api_name, const std::vector<std::string_view>& path) const;
 };
 bool parse_pattern(const std::string& text, PathPattern& out, std::string& error);
+// A difference's path without its indices: "body.responses[0].partitions[+1].errorCode"
+// -> "body.responses.partitions.errorCode".
+std::string plain_path(const std::string& path);
 
 // A rule table of kwire's own, (pattern, why) pairs, as rules of type T (a
 // struct with `pattern` and `why`). The patterns are literals known to parse.

@@ -1503,11 +1503,7 @@ void Engine::collect_shape() {
   for (const auto& x : out_.exchanges)
     for (const auto& diff : x.differences) {
       if (!diff.ignored || !diff.rule.starts_with(kShapeRule)) continue;
-      std::string path;
-      for (size_t k = 0; k < diff.path.size(); ++k) {
-        if (diff.path[k] == '[') { k = diff.path.find(']', k); if (k == std::string::npos) break; continue; }
-        path += diff.path[k];
-      }
+      std::string path = plain_path(diff.path);
       if (const size_t syn = path.find(".synonyms."); syn != std::string::npos) path.erase(syn, 9);
       const std::string key = x.api_name + '\x1e' + path + '\x1e' + diff.rule;
       auto [it, fresh] = at.emplace(key, std::make_pair(out_.shape.size(), uint64_t{0}));

@@ -41,22 +41,6 @@ std::string xml(std::string_view s) {
   return o;
 }
 
-// "body.responses[0].partitions[+1].errorCode" -> "body.responses.partitions.errorCode".
-std::string plain_path(const std::string& path) {
-  std::string out;
-  for (size_t i = 0; i < path.size(); ++i) {
-    if (path[i] == '[') {
-      size_t close = path.find(']', i);
-      if (close == std::string::npos) break;
-      i = close;
-      continue;
-    }
-    out += path[i];
-  }
-  return out;
-}
-
-// Regressed fields, "Api path" -> how many times.
 std::map<std::string, size_t> by_field(const ReplayResult& r) {
   std::map<std::string, size_t> paths;
   for (const auto& e : r.exchanges)

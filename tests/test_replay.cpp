@@ -192,17 +192,25 @@ std::vector<uint8_t> produce_request(const std::vector<uint8_t>& records, uint8_
   return b.message();
 }
 
+// Decodes a recorded request with its recorded and live answers (api, version)
+// and lets `st` learn from them; the byte vectors must outlive the frames'
+// use, which ends here.
+void learn_from(replay::ReplayState& st, const std::vector<uint8_t>& req_b, const std::vector<uint8_t>& rec_b,
+                const std::vector<uint8_t>& live_b, int16_t api, int16_t version) {
+  FrameDecoder d(ps());
+  Frame req, rec, live;
+  d.decode_request(req_b, req);
+  d.decode_response(rec_b, api, version, rec);
+  d.decode_response(live_b, api, version, live);
+  ASSERT_TRUE(req.ok() && rec.ok() && live.ok());
+  st.learn(req, rec, live, 1);
+}
+
 TEST(ReplayState, ProducerIdsAreRewrittenInsideRecordBatchesWithANewCrc) {
   FrameDecoder d(ps());
   replay::ReplayState st(ps(), {});
-  const auto req_b = init_producer_id_request(), rec_b = init_producer_id_response(1000, 0),
-             live_b = init_producer_id_response(4242, 3), produce_b = produce_request(batch(1000, 0), 0x11);
-  Frame req, rec, live;
-  d.decode_request(req_b, req);
-  d.decode_response(rec_b, 22, 5, rec);
-  d.decode_response(live_b, 22, 5, live);
-  ASSERT_TRUE(req.ok() && rec.ok() && live.ok());
-  st.learn(req, rec, live, 1);
+  const auto produce_b = produce_request(batch(1000, 0), 0x11);
+  learn_from(st, init_producer_id_request(), init_producer_id_response(1000, 0), init_producer_id_response(4242, 3), 22, 5);
 
   Frame produce;
   d.decode_request(produce_b, produce);
@@ -223,14 +231,8 @@ TEST(ReplayState, MinusOneIsNoIdToLearn) {
   replay::ReplayState st(ps(), {});
   Bytes failed;
   failed.i32(4).tags0().i32(0).i16(14).i64(-1).i16(-1).tags0();
-  const auto req_b = init_producer_id_request(), rec_b = failed.message(), live_b = init_producer_id_response(4242, 0),
-             produce_b = produce_request(batch(-1, -1), 0x11);
-  Frame req, rec, live;
-  d.decode_request(req_b, req);
-  d.decode_response(rec_b, 22, 5, rec);
-  d.decode_response(live_b, 22, 5, live);
-  ASSERT_TRUE(req.ok() && rec.ok() && live.ok());
-  st.learn(req, rec, live, 1);
+  const auto produce_b = produce_request(batch(-1, -1), 0x11);
+  learn_from(st, init_producer_id_request(), failed.message(), init_producer_id_response(4242, 0), 22, 5);
   Frame produce;
   d.decode_request(produce_b, produce);
   ASSERT_TRUE(produce.ok());
