@@ -614,15 +614,22 @@ class Engine {
     std::vector<std::vector<uint8_t>> answers;
     std::vector<int32_t> nodes;      // where each part went
     size_t answered = 0;
+    bool by_key = false;             // cut by group or transactional id, not by partition
   };
+  // A coordinator's request naming keys whose coordinators are several target
+  // nodes: one request per coordinator.
+  bool key_split(LiveConn& c, InFlight& f, int64_t now, bool first);
+  std::vector<uint64_t> key_split_frames_;   // requests split into one per target coordinator
   // A Fetch: one per target node of the session's partitions, each in that
   // node's fetch session (LiveConn::fetches).
   bool fetch_split(LiveConn& c, InFlight& f, int64_t now, bool first);
   // Part k of request `whole`: `sent` (the request as sent) with only the
-  // partitions `keep`; `ok` false when it cannot be cut.
-  InFlight part_of(const InFlight& whole, const Frame& sent, const std::vector<uint32_t>& keep, size_t k, bool& ok);
+  // partitions (or, by_key, the keys) `keep`; `ok` false when it cannot be cut.
+  InFlight part_of(const InFlight& whole, const Frame& sent, const std::vector<uint32_t>& keep, size_t k, bool& ok,
+                   bool by_key = false);
   // Registers the split of `whole` and hands part k to the session's link to nodes[k].
-  void send_parts(LiveConn& c, InFlight& whole, std::vector<InFlight>& parts, const std::vector<int32_t>& nodes, int64_t now);
+  void send_parts(LiveConn& c, InFlight& whole, std::vector<InFlight>& parts, const std::vector<int32_t>& nodes, int64_t now,
+                  bool by_key = false);
   uint32_t fetch_parts_ = 0, fetches_split_ = 0;
   std::unordered_map<uint64_t, Split> splits_;
   static uint64_t split_key(uint32_t session, uint32_t exchange) { return (uint64_t{session} << 32) | exchange; }
@@ -1814,6 +1821,7 @@ void Engine::dispatch(LiveConn& c, InFlight f, int64_t now, bool first) {
     const MessageProgram* m = ps_.find(e.api_key, e.api_version, Direction::Request);
     if (m && !e.malformed && splittable(m->api_name) && split(c, f, now, first)) return;
     if (m && !e.malformed && m->api_name == "Fetch" && fetch_split(c, f, now, first)) return;
+    if (m && !e.malformed && key_split(c, f, now, first)) return;
   }
   transmit(routing ? link_for(c, f.exchange, first) : c, std::move(f), now);
 }
@@ -1856,17 +1864,61 @@ bool Engine::split(LiveConn& c, InFlight& f, int64_t now, bool first) {
   return true;
 }
 
-InFlight Engine::part_of(const InFlight& whole, const Frame& sent, const std::vector<uint32_t>& keep, size_t k, bool& ok) {
+bool Engine::key_split(LiveConn& c, InFlight& f, int64_t now, bool first) {
+  const Exchange& e = c.s->exchanges[f.exchange];
+  const MessageProgram* m = ps_.find(e.api_key, e.api_version, Direction::Request);
+  const Role role = m ? role_of(*m) : Role::AnyBroker;
+  if (role != Role::GroupCoordinator && role != Role::TxnCoordinator) return false;
+  dec_.decode_request(e.request, placing_);
+  if (!placing_.ok()) return false;
+  const auto slots = key_slots(placing_, ps_, role);
+  if (slots.size() < 2) return false;
+  const bool group = role == Role::GroupCoordinator;
+  std::vector<int32_t> node_of(slots.size(), ClusterView::kUnknown), nodes;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    node_of[i] = target_view_.coordinator(group ? CoordinatorKey::Group : CoordinatorKey::Transaction,
+                                          (group ? o_.renames.group_prefix : std::string()) + slots[i].key);
+    if (node_of[i] != ClusterView::kUnknown && std::find(nodes.begin(), nodes.end(), node_of[i]) == nodes.end())
+      nodes.push_back(node_of[i]);
+  }
+  if (nodes.size() < 2) return false;
+  // Cut from the request as sent (renamed), whose keys are the recorded
+  // request's in order; a key whose coordinator is not known goes with the first part.
+  Frame sent;
+  dec_.decode_request(f.bytes, sent);
+  const auto live = key_slots(sent, ps_, role);
+  if (!sent.ok() || live.size() != slots.size()) return false;
+  std::vector<InFlight> parts;
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    std::vector<uint32_t> keep;
+    for (size_t i = 0; i < live.size(); ++i)
+      if (node_of[i] == nodes[k] || (node_of[i] == ClusterView::kUnknown && k == 0)) keep.push_back(live[i].element);
+    bool ok = false;
+    parts.push_back(part_of(f, sent, keep, k, ok, true));
+    if (!ok) return false;
+  }
+  if (first) {
+    key_split_frames_.push_back(e.frame);
+    ++routed_[role];
+  }
+  parts_sent_ += static_cast<uint32_t>(parts.size());
+  send_parts(c, f, parts, nodes, now, true);
+  return true;
+}
+
+InFlight Engine::part_of(const InFlight& whole, const Frame& sent, const std::vector<uint32_t>& keep, size_t k, bool& ok,
+                         bool by_key) {
   InFlight part{whole.exchange, 0, whole.sent_us, whole.deadline_us, {}, whole.attempts, whole.first_sent_us};
   part.part = static_cast<int32_t>(k);
   std::string error;
-  ok = keep_partitions(sent, ps_, keep, part.bytes, error);
+  ok = by_key ? keep_keys(sent, ps_, keep, part.bytes, error) : keep_partitions(sent, ps_, keep, part.bytes, error);
   return part;
 }
 
 void Engine::send_parts(LiveConn& c, InFlight& whole, std::vector<InFlight>& parts, const std::vector<int32_t>& nodes,
-                        int64_t now) {
+                        int64_t now, bool by_key) {
   Split& sp = splits_[split_key(c.s->id, whole.exchange)];
+  sp.by_key = by_key;
   sp.answers.assign(parts.size(), {});
   sp.nodes = nodes;
   sp.answered = 0;
@@ -2046,7 +2098,9 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
     }
     std::vector<uint8_t> joined;
     std::string error;
-    if (!join_answers(answers, ps_, joined, error)) joined = sp->second.answers.front();  // compared as it came
+    const bool joined_ok = sp->second.by_key ? join_key_answers(answers, ps_, joined, error)
+                                             : join_answers(answers, ps_, joined, error);
+    if (!joined_ok) joined = sp->second.answers.front();  // compared as it came
     InFlight whole = std::move(sp->second.whole);
     splits_.erase(sp);
     answered(c, std::move(whole), joined, now);
@@ -2559,6 +2613,11 @@ bool Engine::run(std::string& error) {
     out_.notes.push_back(std::to_string(split_frames_.size()) + (split_frames_.size() == 1 ? " request was" : " requests were") +
                          " split into one request per target leader of their partitions (" + std::to_string(parts_sent_) +
                          " parts sent, retries included), the answers joined: frames " + frames(split_frames_));
+  if (!key_split_frames_.empty())
+    out_.notes.push_back(std::to_string(key_split_frames_.size()) +
+                         (key_split_frames_.size() == 1 ? " request was" : " requests were") +
+                         " split into one request per target coordinator of the groups or transactional ids they name, "
+                         "the answers joined: frames " + frames(key_split_frames_));
   if (fetches_split_)
     out_.notes.push_back(std::to_string(fetches_split_) + (fetches_split_ == 1 ? " fetch" : " fetches") +
                          " named partitions whose leaders are on several target nodes: each session fetches from each "

@@ -93,7 +93,88 @@ uint32_t topics_of(const Frame& f, const ProgramSet& ps) {
   return 0;
 }
 
+// The key entity of a coordinator's role.
+std::string_view key_entity(Role role) {
+  switch (role) {
+    case Role::GroupCoordinator: case Role::ShareCoordinator: return "groupId";
+    case Role::TxnCoordinator: return "transactionalId";
+    default: return {};
+  }
+}
+
+// The key an element of a body's array holds: the element itself (a string of
+// the entity), or a string child of the entity (a struct's). Empty if none.
+std::string_view element_key(const Frame& f, const ProgramSet& ps, uint32_t el, std::string_view entity) {
+  auto is_key = [&](const Node& n) {
+    return n.desc != kDescUnknownTag && n.type == WireType::String && !n.is_null() && ps.field(n.desc).entity == entity;
+  };
+  const Node& n = f.nodes[el];
+  if (is_key(n)) return n.str();
+  if (n.type != WireType::Struct) return {};
+  for (uint32_t c : Children(f, el))
+    if (is_key(f.nodes[c])) return f.nodes[c].str();
+  return {};
+}
+
+// The body's array whose every element holds a key of `entity`, or 0.
+uint32_t keys_of(const Frame& f, const ProgramSet& ps, std::string_view entity) {
+  if (entity.empty() || !f.body) return 0;
+  for (uint32_t c : Children(f, f.body)) {
+    const Node& n = f.nodes[c];
+    if (n.type != WireType::Array || n.is_null() || n.desc == kDescUnknownTag || n.aux == 0) continue;
+    bool all = true;
+    for (uint32_t el : Children(f, c)) all = all && !element_key(f, ps, el, entity).empty();
+    if (all) return c;
+  }
+  return 0;
+}
+
+// The entity of the keys of an answer's array of per-key results.
+uint32_t key_results_of(const Frame& f, const ProgramSet& ps) {
+  for (std::string_view entity : {"groupId", "transactionalId"})
+    if (uint32_t a = keys_of(f, ps, entity)) return a;
+  return 0;
+}
+
 }  // namespace
+
+std::vector<KeySlot> key_slots(const Frame& request, const ProgramSet& ps, Role role) {
+  std::vector<KeySlot> out;
+  const std::string_view entity = key_entity(role);
+  const uint32_t keys = keys_of(request, ps, entity);
+  if (!keys) return out;
+  for (uint32_t el : Children(request, keys)) out.push_back({std::string(element_key(request, ps, el, entity)), el});
+  return out;
+}
+
+bool keep_keys(const Frame& request, const ProgramSet& ps, const std::vector<uint32_t>& keep, std::vector<uint8_t>& out,
+               std::string& error) {
+  if (!request.body || !request.ok()) { error = "the request did not decode"; return false; }
+  const Role role = role_of(request, ps);
+  const uint32_t keys = keys_of(request, ps, key_entity(role));
+  if (!keys) { error = "the request names no keys of its coordinator"; return false; }
+  std::vector<bool> skip(request.nodes.size(), false);
+  for (uint32_t el : Children(request, keys)) skip[el] = std::find(keep.begin(), keep.end(), el) == keep.end();
+  return encode_copy(request, ps, &skip, nullptr, out, error);
+}
+
+bool join_key_answers(const std::vector<const Frame*>& answers, const ProgramSet& ps, std::vector<uint8_t>& out,
+                      std::string& error) {
+  if (answers.empty()) { error = "no answers"; return false; }
+  for (const Frame* a : answers)
+    if (!a->body || !a->ok()) { error = "an answer did not decode"; return false; }
+  const Frame& base = *answers.front();
+  const uint32_t base_keys = key_results_of(base, ps);
+  if (!base_keys) { error = "the answer has no array of per-key results"; return false; }
+  Extras extras;
+  for (size_t k = 1; k < answers.size(); ++k) {
+    const Frame& a = *answers[k];
+    const uint32_t keys = key_results_of(a, ps);
+    if (!keys || a.nodes[keys].desc != base.nodes[base_keys].desc) { error = "an answer has no array of per-key results"; return false; }
+    for (uint32_t el : Children(a, keys)) extras[{&base, base_keys}].push_back({&a, el});
+  }
+  return encode_copy(base, ps, nullptr, &extras, out, error);
+}
 
 bool keep_partitions(const Frame& request, const ProgramSet& ps, const std::vector<uint32_t>& keep, std::vector<uint8_t>& out,
                      std::string& error) {

@@ -14,6 +14,7 @@
 #include "dissector/protocol/encoder.hpp"
 #include "dissector/protocol/frame.hpp"
 #include "dissector/protocol/program.hpp"
+#include "replay/routing.hpp"
 
 namespace kwire::replay {
 
@@ -32,5 +33,26 @@ bool keep_partitions(const Frame& request, const ProgramSet& ps, const std::vect
 // several answers under one element. Appends the message to `out`.
 bool join_answers(const std::vector<const Frame*>& answers, const ProgramSet& ps, std::vector<uint8_t>& out,
                   std::string& error);
+
+// A coordinator's request that names several keys (DescribeGroups' groups,
+// OffsetFetch v8+'s groups, DescribeTransactions' transactional ids, ...):
+// each key and the element of the body's array that holds it (the string
+// itself, or the struct whose key it is). Empty for a request of another role.
+struct KeySlot {
+  std::string key;
+  uint32_t element = 0;
+};
+std::vector<KeySlot> key_slots(const Frame& request, const ProgramSet& ps, Role role);
+
+// `request` with only the key elements `keep` (of key_slots()). Appends the
+// message to `out`.
+bool keep_keys(const Frame& request, const ProgramSet& ps, const std::vector<uint32_t>& keep, std::vector<uint8_t>& out,
+               std::string& error);
+
+// One answer from the answers to the parts of a request cut by key: the first
+// answer's fields, and every answer's elements of the array of per-key
+// results, in the order of the parts. Appends the message to `out`.
+bool join_key_answers(const std::vector<const Frame*>& answers, const ProgramSet& ps, std::vector<uint8_t>& out,
+                      std::string& error);
 
 }  // namespace kwire::replay

@@ -452,5 +452,91 @@ TEST(Split, ARequestIsCutByPartitionAndTheAnswersJoinByTopic) {
   EXPECT_FALSE(splittable("Fetch"));
 }
 
+// A request naming several groups whose coordinators differ is cut by group:
+// DescribeGroups v5 and OffsetFetch v8 (bytes worked out by hand from the
+// specs), each part with its groups in the recorded order, and the answers
+// joined into one holding every group's result.
+TEST(Split, ARequestOfSeveralGroupsIsCutByGroupAndTheAnswersJoin) {
+  // DescribeGroups v5: Groups []string, IncludeAuthorizedOperations.
+  auto describe = [](const std::vector<std::string>& groups) {
+    auto b = header(15, 5, true, "admin");
+    b.carr(groups.size());
+    for (const auto& g : groups) b.cstr(g);
+    b.boolean(true).tags0();
+    return b;
+  };
+  const auto whole = decode(describe({"orders", "payments", "audit"}));
+  const auto slots = key_slots(whole.f, ps(), Role::GroupCoordinator);
+  ASSERT_EQ(slots.size(), 3u);
+  EXPECT_EQ(slots[0].key, "orders");
+  EXPECT_EQ(slots[1].key, "payments");
+  EXPECT_EQ(slots[2].key, "audit");
+  // A transaction coordinator's keys are transactional ids: none here.
+  EXPECT_TRUE(key_slots(whole.f, ps(), Role::TxnCoordinator).empty());
+  std::vector<uint8_t> first, second;
+  std::string error;
+  ASSERT_TRUE(keep_keys(whole.f, ps(), {slots[0].element, slots[2].element}, first, error)) << error;
+  ASSERT_TRUE(keep_keys(whole.f, ps(), {slots[1].element}, second, error)) << error;
+  EXPECT_EQ(first, describe({"orders", "audit"}).message());
+  EXPECT_EQ(second, describe({"payments"}).message());
+
+  // DescribeGroups v5 answer: ThrottleTimeMs, Groups [ErrorCode, GroupId, GroupState,
+  // ProtocolType, ProtocolData, Members, AuthorizedOperations].
+  auto answer = [](const std::vector<std::pair<std::string, std::string>>& groups, int throttle) {
+    wire::MessageBuilder b;
+    b.i32(7).tags0().i32(throttle).carr(groups.size());
+    for (const auto& [g, state] : groups) b.i16(0).cstr(g).cstr(state).cstr("consumer").cstr("range").carr(0).i32(8).tags0();
+    b.tags0();
+    return b.message();
+  };
+  const auto a = answer({{"orders", "Stable"}, {"audit", "Empty"}}, 3), b = answer({{"payments", "Stable"}}, 11);
+  FrameDecoder dec(ps());
+  Frame fa, fb;
+  dec.decode_response(a, 15, 5, fa);
+  dec.decode_response(b, 15, 5, fb);
+  ASSERT_TRUE(fa.ok() && fb.ok());
+  std::vector<uint8_t> joined;
+  ASSERT_TRUE(join_key_answers({&fa, &fb}, ps(), joined, error)) << error;
+  EXPECT_EQ(joined, answer({{"orders", "Stable"}, {"audit", "Empty"}, {"payments", "Stable"}}, 3));
+
+  // OffsetFetch v8: Groups [GroupId, Topics (nullable: all)], RequireStable.
+  auto fetch = [](const std::vector<std::string>& groups) {
+    auto b = header(9, 8, true, "c");
+    b.carr(groups.size());
+    for (const auto& g : groups) b.cstr(g).cnull().tags0();
+    b.boolean(false).tags0();
+    return b;
+  };
+  const auto offsets = decode(fetch({"g1", "g2"}));
+  const auto keys = key_slots(offsets.f, ps(), Role::GroupCoordinator);
+  ASSERT_EQ(keys.size(), 2u);
+  EXPECT_EQ(keys[1].key, "g2");
+  first.clear();
+  ASSERT_TRUE(keep_keys(offsets.f, ps(), {keys[1].element}, first, error)) << error;
+  EXPECT_EQ(first, fetch({"g2"}).message());
+  // Its answer: ThrottleTimeMs, Groups [GroupId, Topics [Name, Partitions [PartitionIndex,
+  // CommittedOffset, CommittedLeaderEpoch, Metadata, ErrorCode]], ErrorCode].
+  auto committed = [](const std::string& g, long offset) {
+    wire::MessageBuilder b;
+    b.i32(7).tags0().i32(0).carr(1).cstr(g).carr(1).cstr("orders").carr(1);
+    b.i32(0).i64(offset).i32(-1).cstr("").i16(0).tags0();
+    b.tags0().i16(0).tags0().tags0();
+    return b.message();
+  };
+  const auto g1 = committed("g1", 5), g2 = committed("g2", 9);
+  Frame f1, f2;
+  dec.decode_response(g1, 9, 8, f1);
+  dec.decode_response(g2, 9, 8, f2);
+  ASSERT_TRUE(f1.ok() && f2.ok());
+  joined.clear();
+  ASSERT_TRUE(join_key_answers({&f1, &f2}, ps(), joined, error)) << error;
+  wire::MessageBuilder both;
+  both.i32(7).tags0().i32(0).carr(2);
+  for (auto [g, offset] : {std::pair<const char*, long>{"g1", 5}, {"g2", 9}})
+    both.cstr(g).carr(1).cstr("orders").carr(1).i32(0).i64(offset).i32(-1).cstr("").i16(0).tags0().tags0().i16(0).tags0();
+  both.tags0();
+  EXPECT_EQ(joined, both.message());
+}
+
 }  // namespace
 }  // namespace kwire::replay
