@@ -644,6 +644,7 @@ class Walker {
         if (a == b) return;
         if (host_config_value(r, l, a, b)) return;
         if (replica_config_value(r, l, a, b)) return;
+        if (config_source(r, l, a, b)) return;
         if (segs_.back() == "replicationFactor" && is_integer(rn.type) && shape_count(rn.v.i, ln.v.i)) {
           shape(a, b, replicas_why());
           return;
@@ -704,15 +705,68 @@ class Walker {
     const Node& ln = live_.nodes[l];
     if (rn.type != WireType::String || rn.is_null() || ln.is_null()) return false;
     const std::string_view name = config_name(rec_, rn.parent);
-    if (!name.ends_with(".replication.factor") && !name.ends_with(".min.isr") && name != "min.insync.replicas") return false;
     int64_t rv = 0, lv = 0;
-    const std::string_view rs = rn.str(), ls = ln.str();
-    if (std::from_chars(rs.data(), rs.data() + rs.size(), rv).ec != std::errc{} ||
-        std::from_chars(ls.data(), ls.data() + ls.size(), lv).ec != std::errc{} || !shape_count(rv, lv))
-      return false;
-    shape(a, b, std::string(kShapeRule) + std::string(name) + " counts replicas, of which the target holds at most " +
-                    std::to_string(opts_.target_brokers));
+    if (!replica_config(name) || !parse_count(rn.str(), rv) || !parse_count(ln.str(), lv) || !shape_cap(rv, lv)) return false;
+    shape(a, b, replica_config_why(name));
     return true;
+  }
+
+  // A DescribeConfigs config source that differs where the value is the same
+  // (a default written out in one broker's properties, left out in the
+  // other's): ignored (true).
+  bool config_source(uint32_t r, uint32_t l, const std::string& a, const std::string& b) {
+    if (api_ != "DescribeConfigs" || segs_.back() != "configSource") return false;
+    const Node* rv = config_value(rec_, rec_.nodes[r].parent);
+    const Node* lv = config_value(live_, live_.nodes[l].parent);
+    if (!rv || !lv || rv->is_null() || lv->is_null()) return false;
+    return value_source(config_name(rec_, rec_.nodes[r].parent), *rv, *lv, a, b);
+  }
+  // A difference in where config `name`'s value comes from (its source, a
+  // synonym): ignored where the values rv and lv are the same, a shape
+  // difference where they are replica counts that differ with the shape (true);
+  // else a difference of its own (false).
+  bool value_source(std::string_view name, const Node& rv, const Node& lv, const std::string& a, const std::string& b) {
+    if (rv.str() == lv.str()) {
+      out_.push_back({path_, a, b, "DescribeConfigs " + std::string(name) +
+                                       ": the same value from another source (a default written out, or left out)", true});
+      return true;
+    }
+    int64_t rc = 0, lc = 0;
+    if (!replica_config(name) || !parse_count(rv.str(), rc) || !parse_count(lv.str(), lc) || !shape_cap(rc, lc)) return false;
+    shape(a, b, replica_config_why(name));
+    return true;
+  }
+  // A DescribeConfigs synonym (element `el` of frame `f`, under the synonyms
+  // arrays r and l) that one side lists and the other not: a source that holds
+  // its config's own value, where the config has the same value on both sides
+  // (ignored) or values that differ with the shape (a shape difference). True
+  // when handled.
+  bool config_synonym(uint32_t r, uint32_t l, const Frame& f, uint32_t el, const std::string& a, const std::string& b) {
+    if (api_ != "DescribeConfigs" || segs_.back() != "synonyms" || f.nodes[el].type != WireType::Struct) return false;
+    const Node* rv = config_value(rec_, rec_.nodes[r].parent);
+    const Node* lv = config_value(live_, live_.nodes[l].parent);
+    const Node* sv = config_value(f, el);
+    const Node* own = &f == &rec_ ? rv : lv;
+    if (!rv || !lv || !sv || rv->is_null() || lv->is_null() || sv->is_null() || sv->str() != own->str()) return false;
+    return value_source(config_name(rec_, rec_.nodes[r].parent), *rv, *lv, a, b);
+  }
+  // A config's (or a synonym's) Value.
+  const Node* config_value(const Frame& f, uint32_t config) const {
+    if (f.nodes[config].type != WireType::Struct) return nullptr;
+    for (uint32_t c : Children(f, config))
+      if (f.nodes[c].desc != kDescUnknownTag && ps_.field(f.nodes[c].desc).name == "Value" && f.nodes[c].type == WireType::String)
+        return &f.nodes[c];
+    return nullptr;
+  }
+  static bool replica_config(std::string_view name) {
+    return name.ends_with(".replication.factor") || name.ends_with(".min.isr") || name == "min.insync.replicas";
+  }
+  static bool parse_count(std::string_view s, int64_t& v) {
+    return std::from_chars(s.data(), s.data() + s.size(), v).ec == std::errc{};
+  }
+  std::string replica_config_why(std::string_view name) const {
+    return std::string(kShapeRule) + std::string(name) + " counts replicas, of which the target holds at most " +
+           std::to_string(opts_.target_brokers);
   }
 
   // The element of the body's top-level array (a DescribeConfigs result) that node n lies in.
@@ -861,12 +915,14 @@ class Walker {
     }
     for (size_t i = 0; i < re.size(); ++i) {
       Push p(*this, "[" + std::to_string(i) + "]", true);
+      if (pair[i] < 0 && config_synonym(r, l, rec_, re[i], json_text(rj[i]), "\"(absent)\"")) continue;
       if (pair[i] < 0) { presence(json_text(rj[i]), "\"(absent)\""); continue; }
       if (rj[i] != lj[static_cast<size_t>(pair[i])]) node(re[i], le[static_cast<size_t>(pair[i])]);
     }
     for (size_t i = 0; i < le.size(); ++i) {
       if (taken[i]) continue;
       Push p(*this, "[+" + std::to_string(i) + "]", true);
+      if (config_synonym(r, l, live_, le[i], "\"(absent)\"", json_text(lj[i]))) continue;
       presence("\"(absent)\"", json_text(lj[i]));
     }
   }
@@ -961,6 +1017,15 @@ class Walker {
     const int64_t rb = opts_.recorded_brokers, tb = opts_.target_brokers;
     if (rb <= 0 || tb <= 0 || rb == tb || r == l) return false;
     return l == std::min(r, tb) || (r == rb && l == tb);
+  }
+  // A count a config caps at the cluster's size: as shape_count, or one the
+  // smaller cluster capped at its size where the other has another value its
+  // size allows (transaction.state.log.min.isr: 1 on one broker, 2 on three).
+  bool shape_cap(int64_t r, int64_t l) const {
+    const int64_t rb = opts_.recorded_brokers, tb = opts_.target_brokers;
+    if (shape_count(r, l)) return true;
+    if (rb <= 0 || tb <= 0) return false;
+    return (rb < tb && r == rb && l > r && l <= tb) || (tb < rb && l == tb && r > l && r <= rb);
   }
   std::string brokers_why() const { return std::string(kShapeRule) + "a broker list names every broker"; }
   std::string replicas_why() const {

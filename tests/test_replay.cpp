@@ -627,12 +627,14 @@ TEST(ReplayCompare, ValueArraysOutsideTheSetTableKeepTheirOrder) {
 // DescribeConfigsResponse v4 for broker "1": (name, value) configs; with
 // `synonyms`, each also has one synonym of its own name and value (source 4,
 // STATIC_BROKER_CONFIG), as a client asking with includeSynonyms gets them.
+// `sources` gives a config's source where it is not 5 (DEFAULT_CONFIG).
 std::vector<uint8_t> describe_configs_response(const std::vector<std::pair<std::string, std::string>>& configs,
-                                              bool synonyms = false) {
+                                              bool synonyms = false, const std::map<std::string, int>& sources = {}) {
   Bytes b;
   b.i32(6).tags0().i32(0).carr(1).i16(0).cnull().i8(4).cstr("1").carr(configs.size());
   for (const auto& [name, value] : configs) {
-    b.cstr(name).cstr(value).boolean(false).i8(5).boolean(false);
+    auto source = sources.find(name);
+    b.cstr(name).cstr(value).boolean(false).i8(source == sources.end() ? 5 : source->second).boolean(false);
     if (synonyms) b.carr(1).cstr(name).cstr(value).i8(4).tags0();
     else b.carr(0);
     b.i8(2).cnull().tags0();
@@ -653,6 +655,87 @@ struct MappedTarget {
   }
   MappedTarget(const MappedTarget&) = delete;
 };
+
+// A broker's configs, recorded on a single broker and replayed on a cluster of
+// three: the replica counts a single broker must cap (Kafka's defaults: 3
+// replicas, a minimum in sync of 2) are shape differences; the same value from
+// another source (written out in one broker's properties, Kafka's default in
+// the other) is ignored; any other value that differs is a regression.
+TEST(ReplayCompare, ReplicaCountConfigsFollowTheShapeAndSourcesOfTheSameValueAreIgnored) {
+  FrameDecoder dec(ps());
+  auto run = [&](const std::vector<uint8_t>& rec_b, const std::vector<uint8_t>& live_b) {
+    Frame rec, live;
+    dec.decode_response(rec_b, 32, 4, rec);
+    dec.decode_response(live_b, 32, 4, live);
+    EXPECT_TRUE(rec.ok() && live.ok());
+    replay::CompareOptions o;
+    o.ignore = replay::default_ignore_rules();
+    o.recorded_brokers = 1;
+    o.target_brokers = 3;
+    o.target_nodes = {1, 2, 3};
+    std::vector<replay::Difference> out;
+    replay::compare(ps(), rec, live, o, out);
+    return out;
+  };
+  // run-broker writes the single broker's counts out (source 4); the cluster's
+  // minimum in sync is Kafka's default, written out (4), min.insync.replicas left
+  // at Kafka's default 1 on one side and written out on the other.
+  const auto one = describe_configs_response({{"transaction.state.log.replication.factor", "1"},
+                                              {"transaction.state.log.min.isr", "1"},
+                                              {"min.insync.replicas", "1"},
+                                              {"transaction.state.log.num.partitions", "50"}},
+                                             false, {{"transaction.state.log.replication.factor", 4},
+                                                     {"transaction.state.log.min.isr", 4}});
+  auto out = run(one, describe_configs_response({{"transaction.state.log.replication.factor", "3"},
+                                                 {"transaction.state.log.min.isr", "2"},
+                                                 {"min.insync.replicas", "1"},
+                                                 {"transaction.state.log.num.partitions", "50"}},
+                                                false, {{"transaction.state.log.replication.factor", 4},
+                                                        {"transaction.state.log.min.isr", 4},
+                                                        {"min.insync.replicas", 4},
+                                                        {"transaction.state.log.num.partitions", 4}}));
+  ASSERT_EQ(out.size(), 4u);
+  for (const auto& x : out) EXPECT_TRUE(x.ignored) << x.path << " " << x.rule;
+  EXPECT_TRUE(out[0].rule.starts_with(replay::kShapeRule)) << out[0].rule;
+  EXPECT_EQ(out[1].path, "body.results[0].configs[1].value");
+  EXPECT_EQ(out[1].recorded, "\"1\"");
+  EXPECT_EQ(out[1].replayed, "\"2\"");
+  EXPECT_TRUE(out[1].rule.starts_with(replay::kShapeRule)) << out[1].rule;
+  EXPECT_EQ(out[2].path, "body.results[0].configs[2].configSource");
+  EXPECT_FALSE(out[2].rule.starts_with(replay::kShapeRule)) << out[2].rule;
+  EXPECT_EQ(out[3].path, "body.results[0].configs[3].configSource");
+  // A minimum in sync above the target's size, another partition count and its
+  // source: regressions; a minimum in sync the single broker capped at 1, 2 now,
+  // and so written out: shape.
+  out = run(one, describe_configs_response({{"transaction.state.log.replication.factor", "3"},
+                                            {"transaction.state.log.min.isr", "4"},
+                                            {"min.insync.replicas", "2"},
+                                            {"transaction.state.log.num.partitions", "6"}},
+                                           false, {{"transaction.state.log.replication.factor", 4},
+                                                   {"transaction.state.log.min.isr", 4},
+                                                   {"min.insync.replicas", 4},
+                                                   {"transaction.state.log.num.partitions", 4}}));
+  std::vector<std::string> regressions, shapes;
+  for (const auto& x : out) (x.ignored && x.rule.starts_with(replay::kShapeRule) ? shapes : regressions).push_back(x.path);
+  EXPECT_EQ(regressions, (std::vector<std::string>{"body.results[0].configs[1].value", "body.results[0].configs[3].value",
+                                                   "body.results[0].configs[3].configSource"}));
+  EXPECT_EQ(shapes, (std::vector<std::string>{"body.results[0].configs[0].value", "body.results[0].configs[2].value",
+                                              "body.results[0].configs[2].configSource"}));
+  // Asked with synonyms: a static synonym of the config's own value that only the
+  // cluster lists follows the same rules.
+  const auto plain = describe_configs_response({{"min.insync.replicas", "1"}, {"default.replication.factor", "1"},
+                                                {"num.partitions", "1"}});
+  out = run(plain, describe_configs_response({{"min.insync.replicas", "1"}, {"default.replication.factor", "3"},
+                                              {"num.partitions", "2"}}, true));
+  regressions.clear();
+  shapes.clear();
+  std::vector<std::string> same;
+  for (const auto& x : out)
+    (!x.ignored ? regressions : x.rule.starts_with(replay::kShapeRule) ? shapes : same).push_back(x.path);
+  EXPECT_EQ(same, (std::vector<std::string>{"body.results[0].configs[0].synonyms[+0]"}));
+  EXPECT_EQ(shapes, (std::vector<std::string>{"body.results[0].configs[1].value", "body.results[0].configs[1].synonyms[+0]"}));
+  EXPECT_EQ(regressions, (std::vector<std::string>{"body.results[0].configs[2].value", "body.results[0].configs[2].synonyms[+0]"}));
+}
 
 TEST(ReplayCompare, ConfigValuesThatDescribeTheHostAreNotRegressions) {
   // The capture's broker was 127.0.0.1:53769; the target is 127.0.0.1:44977.
