@@ -1148,9 +1148,107 @@ void check_expectations(const ProgramSet& ps, const Frame& live, const std::vect
   }
 }
 
+namespace {
+
+// What an answer says of the target's nodes (CompareOptions::target_nodes):
+// each node it names with an endpoint is one of the target's, at the endpoint
+// the target gives it elsewhere, and each leader hint names a node of the
+// target that the answer's nodeEndpoints list. Regressions otherwise.
+class NodeCheck {
+ public:
+  NodeCheck(const ProgramSet& ps, const Frame& f, const CompareOptions& o, std::vector<Difference>& out)
+      : ps_(ps), f_(f), o_(o), out_(out) {}
+
+  void run() {
+    if (o_.target_nodes.empty() || !f_.body || !f_.program) return;
+    const std::string_view api = f_.program->api_name;
+    if (api != "Produce" && api != "Fetch" && api != "FindCoordinator" && api != "Metadata") return;
+    if (const uint32_t eps = child(f_.body, "NodeEndpoints")) {
+      has_endpoints_ = true;
+      for (uint32_t el : Children(f_, eps))
+        if (const uint32_t id = child(el, "NodeId")) listed_.insert(f_.nodes[id].v.i);
+    }
+    walk(f_.body, "body");
+  }
+
+ private:
+  uint32_t child(uint32_t parent, std::string_view name) const {
+    if (f_.nodes[parent].type != WireType::Struct && parent != f_.body) return 0;
+    for (uint32_t c : Children(f_, parent))
+      if (f_.nodes[c].desc != kDescUnknownTag && !f_.nodes[c].is_null() && ps_.field(f_.nodes[c].desc).name == name) return c;
+    return 0;
+  }
+  bool target_node(int64_t id) const {
+    return std::find(o_.target_nodes.begin(), o_.target_nodes.end(), id) != o_.target_nodes.end();
+  }
+  void regression(const std::string& path, int64_t id, std::string why) {
+    out_.push_back({path, "\"(the target's node)\"", std::to_string(id), std::move(why), false});
+  }
+
+  void walk(uint32_t n, const std::string& path) {
+    const Node& node = f_.nodes[n];
+    if (node.type == WireType::Array && !node.is_null()) {
+      uint32_t i = 0;
+      for (uint32_t el : Children(f_, n)) walk(el, path + "[" + std::to_string(i++) + "]");
+      return;
+    }
+    if (node.type != WireType::Struct && n != f_.body) return;
+    endpoint(n, path);
+    hint(n, path);
+    for (uint32_t c : Children(f_, n))
+      if (f_.nodes[c].desc != kDescUnknownTag && (f_.nodes[c].type == WireType::Struct || f_.nodes[c].type == WireType::Array))
+        walk(c, path + "." + std::string(ps_.field(f_.nodes[c].desc).json_name));
+  }
+
+  // A node named with its endpoint (NodeId, Host, Port; with an ErrorCode, only
+  // where it is 0).
+  void endpoint(uint32_t s, const std::string& path) {
+    const uint32_t id = child(s, "NodeId"), host = child(s, "Host"), port = child(s, "Port");
+    if (!id || !host || !port || f_.nodes[id].v.i < 0) return;
+    if (const uint32_t error = child(s, "ErrorCode"); error && f_.nodes[error].v.i != 0) return;
+    const int64_t node = f_.nodes[id].v.i;
+    if (!target_node(node)) {
+      regression(path + ".nodeId", node, "node " + std::to_string(node) + " is none of the target's brokers");
+      return;
+    }
+    if (!o_.target_endpoints) return;
+    auto it = o_.target_endpoints->find(static_cast<int32_t>(node));
+    if (it == o_.target_endpoints->end()) return;
+    const std::string_view h = f_.nodes[host].str();
+    const std::string at = (h.find(':') != std::string_view::npos ? "[" + std::string(h) + "]" : std::string(h)) + ":" +
+                           std::to_string(f_.nodes[port].v.i);
+    if (at != it->second)
+      out_.push_back({path + ".host", '"' + it->second + '"', '"' + at + '"',
+                      "node " + std::to_string(node) + " is at " + it->second + " by the target's Metadata", false});
+  }
+
+  // A KIP-951 leader hint (CurrentLeader: LeaderId, LeaderEpoch).
+  void hint(uint32_t s, const std::string& path) {
+    const uint32_t current = child(s, "CurrentLeader");
+    if (!current) return;
+    const uint32_t id = child(current, "LeaderId");
+    if (!id || f_.nodes[id].v.i < 0) return;
+    const int64_t node = f_.nodes[id].v.i;
+    const std::string at = path + ".currentLeader.leaderId";
+    if (!target_node(node)) regression(at, node, "leader hint " + std::to_string(node) + " is none of the target's brokers");
+    else if (has_endpoints_ && !listed_.count(node))
+      regression(at, node, "leader hint " + std::to_string(node) + " is not among the answer's nodeEndpoints");
+  }
+
+  const ProgramSet& ps_;
+  const Frame& f_;
+  const CompareOptions& o_;
+  std::vector<Difference>& out_;
+  bool has_endpoints_ = false;
+  std::set<int64_t> listed_;
+};
+
+}  // namespace
+
 void compare(const ProgramSet& ps, const Frame& recorded, const Frame& live, const CompareOptions& opts,
              std::vector<Difference>& out, StickyMemory* memory, const std::string& member) {
   Walker(ps, recorded, live, opts, out, memory, member).run();
+  NodeCheck(ps, live, opts, out).run();
   check_expectations(ps, live, opts.expect, out);
 }
 

@@ -88,8 +88,14 @@ struct CompareOptions {
   // regression.
   int recorded_brokers = 0, target_brokers = 0;
   // The target's node ids: a partition's leader in an answer must be one of
-  // them (else a regression), whatever id the capture had.
+  // them (else a regression), whatever id the capture had. So must every node
+  // an answer names with its endpoint (FindCoordinator's coordinator, Metadata's
+  // brokers, the KIP-951 leader hints of Produce and Fetch: a hint's leader must
+  // also be among the answer's nodeEndpoints), at the endpoint the target gives
+  // that node elsewhere on the same listener (`target_endpoints`, node ->
+  // "host:port", where known).
   std::vector<int32_t> target_nodes;
+  const std::map<int32_t, std::string>* target_endpoints = nullptr;
 };
 inline constexpr std::string_view kShapeRule = "shape: ";
 

@@ -2262,6 +2262,12 @@ void Engine::answered(LiveConn& c, InFlight f, std::span<const uint8_t> msg, int
       break;
     }
   }
+  // Endpoints an answer names are those of the listener it came over.
+  cmp_.target_endpoints = nullptr;
+  if (c.listener < listeners_.size())
+    cmp_.target_endpoints = !listeners_[c.listener].endpoints.empty() ? &listeners_[c.listener].endpoints
+                            : c.listener == 0                        ? &target_view_.brokers()
+                                                                     : nullptr;
   compare(ps_, recorded_resp_, live_, cmp_, r.differences, &sticky_, std::to_string(c.s->id));
   if ((request_routing() || cluster_routing()) && r.api_name == "ListGroups" && !o_.map.count(c.s->broker.str()))
     groups_elsewhere(c, r.differences);

@@ -656,6 +656,68 @@ struct MappedTarget {
   MappedTarget(const MappedTarget&) = delete;
 };
 
+// Nodes an answer names are the target's, where the target says they are: a
+// coordinator (FindCoordinator v4) and a KIP-951 leader hint with its
+// nodeEndpoints (Fetch v16), checked on the live answer against the target's
+// brokers and their endpoints on the listener (answers built by hand from the
+// specs; the recorded answer is the same, so only these checks speak).
+TEST(ReplayCompare, NodesAnAnswerNamesAreTheTargetsAtItsEndpoints) {
+  const std::map<int32_t, std::string> endpoints = {{1, "127.0.0.41:9092"}, {2, "127.0.0.42:9092"}, {3, "127.0.0.43:9092"}};
+  FrameDecoder dec(ps());
+  auto check = [&](const std::vector<uint8_t>& answer, int api, int version) {
+    Frame f;
+    dec.decode_response(answer, api, version, f);
+    EXPECT_TRUE(f.ok());
+    replay::CompareOptions o;
+    o.ignore = replay::default_ignore_rules();
+    o.target_nodes = {1, 2, 3};
+    o.target_endpoints = &endpoints;
+    std::vector<replay::Difference> out;
+    replay::compare(ps(), f, f, o, out);
+    std::vector<std::string> why;
+    for (const auto& d : out) why.push_back(d.path + ": " + d.rule + (d.ignored ? " (ignored)" : ""));
+    return why;
+  };
+  // FindCoordinator v4: ThrottleTimeMs, Coordinators [Key, NodeId, Host, Port, ErrorCode, ErrorMessage].
+  auto coordinator = [](int node, const char* host, int error = 0) {
+    Bytes b;
+    b.i32(5).tags0().i32(0).carr(1).cstr("orders-app").i32(node).cstr(host).i32(9092).i16(error).cnull().tags0().tags0();
+    return b.message();
+  };
+  EXPECT_TRUE(check(coordinator(2, "127.0.0.42"), 10, 4).empty());
+  EXPECT_EQ(check(coordinator(7, "127.0.0.47"), 10, 4),
+            std::vector<std::string>{"body.coordinators[0].nodeId: node 7 is none of the target's brokers"});
+  EXPECT_EQ(check(coordinator(2, "127.0.0.43"), 10, 4),
+            std::vector<std::string>{"body.coordinators[0].host: node 2 is at 127.0.0.42:9092 by the target's Metadata"});
+  // A coordinator not available names no node (-1): nothing to check.
+  EXPECT_TRUE(check(coordinator(-1, "", 15), 10, 4).empty());
+
+  // Fetch v16: ThrottleTimeMs, ErrorCode, SessionId, Responses [TopicId, Partitions
+  // [PartitionIndex, ErrorCode, HighWatermark, LastStableOffset, LogStartOffset,
+  // AbortedTransactions, PreferredReadReplica, Records, tag 1 CurrentLeader (LeaderId,
+  // LeaderEpoch)]], tag 0 NodeEndpoints [NodeId, Host, Port, Rack].
+  auto fetch = [](int hint, const std::vector<std::pair<int, std::string>>& nodes) {
+    Bytes b;
+    b.i32(5).tags0().i32(0).i16(0).i32(0).carr(1).uuid(0x22).carr(1);
+    b.i32(0).i16(6).i64(-1).i64(-1).i64(-1).cnull().i32(-1).cnull();  // NOT_LEADER_OR_FOLLOWER
+    wire::MessageBuilder leader;
+    leader.i32(hint).i32(4).tags0();
+    b.uvarint(1).uvarint(1).uvarint(leader.bytes().size()).raw(leader.bytes());
+    b.tags0();                                                         // topic tags
+    wire::MessageBuilder eps;
+    eps.carr(nodes.size());
+    for (const auto& [id, host] : nodes) eps.i32(id).cstr(host).i32(9092).cnull().tags0();
+    b.uvarint(1).uvarint(0).uvarint(eps.bytes().size()).raw(eps.bytes());
+    return b.message();
+  };
+  EXPECT_TRUE(check(fetch(3, {{3, "127.0.0.43"}}), 1, 16).empty());
+  EXPECT_EQ(check(fetch(3, {{2, "127.0.0.42"}}), 1, 16),
+            std::vector<std::string>{"body.responses[0].partitions[0].currentLeader.leaderId: leader hint 3 is not among the answer's nodeEndpoints"});
+  EXPECT_EQ(check(fetch(9, {{9, "127.0.0.49"}}), 1, 16),
+            (std::vector<std::string>{"body.responses[0].partitions[0].currentLeader.leaderId: leader hint 9 is none of the target's brokers",
+                                      "body.nodeEndpoints[0].nodeId: node 9 is none of the target's brokers"}));
+}
+
 // A broker's configs, recorded on a single broker and replayed on a cluster of
 // three: the replica counts a single broker must cap (Kafka's defaults: 3
 // replicas, a minimum in sync of 2) are shape differences; the same value from
