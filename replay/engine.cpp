@@ -478,6 +478,8 @@ struct LiveConn {
   };
   std::map<int32_t, NodeFetch> fetches;                              // node -> its fetch session
   std::map<std::pair<std::string, int32_t>, int32_t> fetch_node;     // partition (as recorded) -> its node
+  // partition as sent (the target's topic id, or the name as renamed) -> as recorded
+  std::map<std::pair<std::string, int32_t>, std::pair<std::string, int32_t>> fetch_sent;
 };
 
 LiveConn& session(LiveConn& c) { return c.owner ? *c.owner : c; }
@@ -630,7 +632,7 @@ class Engine {
   // Registers the split of `whole` and hands part k to the session's link to nodes[k].
   void send_parts(LiveConn& c, InFlight& whole, std::vector<InFlight>& parts, const std::vector<int32_t>& nodes, int64_t now,
                   bool by_key = false);
-  uint32_t fetch_parts_ = 0, fetches_split_ = 0;
+  uint32_t fetch_parts_ = 0, fetches_split_ = 0, fetch_moves_ = 0;
   std::unordered_map<uint64_t, Split> splits_;
   static uint64_t split_key(uint32_t session, uint32_t exchange) { return (uint64_t{session} << 32) | exchange; }
   // A part given up (its link dropped): true when its exchange is to be
@@ -1937,7 +1939,7 @@ bool Engine::fetch_split(LiveConn& c, InFlight& f, int64_t now, bool first) {
   // A new session (epoch 0) begins anew on every node; without one (-1) each
   // fetch stands alone. An incremental fetch keeps its partitions where the
   // session placed them and polls every node of the session.
-  if (epoch == 0) c.fetches.clear(), c.fetch_node.clear();
+  if (epoch == 0) c.fetches.clear(), c.fetch_node.clear(), c.fetch_sent.clear();
   const auto slots = partition_slots(placing_, ps_);
   std::vector<int32_t> node_of(slots.size(), ClusterView::kUnknown), nodes;
   if (epoch > 0)
@@ -1960,6 +1962,8 @@ bool Engine::fetch_split(LiveConn& c, InFlight& f, int64_t now, bool first) {
   dec_.decode_request(f.bytes, sent);
   const auto live = partition_slots(sent, ps_);
   if (!sent.ok() || live.size() != slots.size()) return false;
+  for (size_t i = 0; i < live.size(); ++i)
+    c.fetch_sent[{live[i].ref.topic, live[i].ref.partition}] = {slots[i].ref.topic, slots[i].ref.partition};
   const Node* sid = find_field(sent, ps_, sent.body, "SessionId");
   const Node* sepoch = find_field(sent, ps_, sent.body, "SessionEpoch");
   if (!sid || !sepoch) return false;
@@ -2095,6 +2099,22 @@ void Engine::on_response(LiveConn& c, std::span<const uint8_t> msg, int64_t now)
       auto& fetch = session(c).fetches[sp->second.nodes[k]];
       if (error && error->v.i == 0 && id && id->v.i != 0) fetch.id = static_cast<int32_t>(id->v.i);
       else if (error && error->v.i != 0) fetch = {};  // FETCH_SESSION_ID_NOT_FOUND and the like: the next begins anew
+      // A partition this node no longer leads (its leader moved after the
+      // session placed it here): placed anew by the target's leader at the
+      // next fetch, and this node's session begins anew without it.
+      constexpr int64_t kNotLeaderOrFollower = 6, kFencedLeaderEpoch = 74;
+      LiveConn& owner = session(c);
+      for (const PartitionSlot& s : partition_slots(answer, ps_)) {
+        const Node* code = find_field(answer, ps_, s.element, "ErrorCode");
+        if (!code || (code->v.i != kNotLeaderOrFollower && code->v.i != kFencedLeaderEpoch)) continue;
+        auto sent = owner.fetch_sent.find({s.ref.topic, s.ref.partition});
+        if (sent == owner.fetch_sent.end()) continue;
+        auto placed = owner.fetch_node.find(sent->second);
+        if (placed == owner.fetch_node.end() || placed->second != sp->second.nodes[k]) continue;
+        owner.fetch_node.erase(placed);
+        fetch = {};
+        ++fetch_moves_;
+      }
     }
     std::vector<uint8_t> joined;
     std::string error;
@@ -2619,6 +2639,10 @@ bool Engine::run(std::string& error) {
     out_.notes.push_back(std::to_string(split_frames_.size()) + (split_frames_.size() == 1 ? " request was" : " requests were") +
                          " split into one request per target leader of their partitions (" + std::to_string(parts_sent_) +
                          " parts sent, retries included), the answers joined: frames " + frames(split_frames_));
+  if (fetch_moves_)
+    out_.notes.push_back(std::to_string(fetch_moves_) + (fetch_moves_ == 1 ? " partition" : " partitions") +
+                         " of a fetch session answered by a node that no longer led them: fetched from their new "
+                         "leader from the next fetch on, the old node's session begun anew");
   if (!key_split_frames_.empty())
     out_.notes.push_back(std::to_string(key_split_frames_.size()) +
                          (key_split_frames_.size() == 1 ? " request was" : " requests were") +

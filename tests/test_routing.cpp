@@ -222,6 +222,30 @@ TEST(Routing, AFetchNamesItsPartitionsByTopicIdAndNotTheForgottenOnes) {
 }
 
 // ListOffsets v9 (by name, PartitionIndex) and DescribeProducers v0 (an array of plain indexes).
+// A Fetch answer's partitions are found as its request names them (by topic
+// id), so that a partition answered NOT_LEADER_OR_FOLLOWER is known for the one
+// sent (Fetch v16 answer, bytes from the spec: ThrottleTimeMs, ErrorCode,
+// SessionId, Responses [TopicId, Partitions [PartitionIndex, ErrorCode,
+// HighWatermark, LastStableOffset, LogStartOffset, AbortedTransactions,
+// PreferredReadReplica, Records]]).
+TEST(Routing, FetchAnswersNamePartitionsAsTheirRequests) {
+  wire::MessageBuilder b;
+  b.i32(7).tags0().i32(0).i16(0).i32(9).carr(1).uuid(0x0102030405060708ULL, 0x090a0b0c0d0e0f10ULL).carr(2);
+  for (int p : {3, 1}) b.i32(p).i16(p == 1 ? 6 : 0).i64(10).i64(10).i64(0).cnull().i32(-1).cnull().tags0();
+  b.tags0().tags0();
+  const auto bytes = b.message();
+  Frame f;
+  FrameDecoder(ps()).decode_response(bytes, 1, 16, f);
+  ASSERT_TRUE(f.ok());
+  const auto slots = partition_slots(f, ps());
+  ASSERT_EQ(slots.size(), 2u);
+  const uint8_t id[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+  EXPECT_EQ(slots[1].ref, (PartitionRef{wire::uuid_to_string(id), true, 1}));
+  const Node* code = find_field(f, ps(), slots[1].element, "ErrorCode");
+  ASSERT_NE(code, nullptr);
+  EXPECT_EQ(code->v.i, 6);
+}
+
 TEST(Routing, PartitionsByNameAndAsPlainIndexes) {
   auto lo = header(2, 9, true, "c");
   lo.i32(-1).i8(0).carr(1).cstr("orders").carr(2);
