@@ -25,7 +25,9 @@
 # where its role lives on the target; checked on the wire (--record-out, decoded by
 # kwire decode: tshark 4.0 does not decode Produce v13 or Fetch v18) against Kafka's
 # Admin (testbed DescribeCluster) asked after the replay: every partition's ISR holds
-# all its replicas (nothing kwire sent took a follower's place); each Produce went to the
+# all its replicas (nothing kwire sent took a follower's place) and every partition the
+# clients wrote to has the high watermark it had when the recording ended
+# (tests/live/recorded_ends.py, from the capture's Produce and Fetch answers); each Produce went to the
 # leader of its partitions, and so did each Fetch (none names partitions of two
 # leaders: a Produce is split by leader, a fetch session becomes one per leader),
 # each StreamsGroupHeartbeat of stateful-app to its coordinator; no Fetch carries a
@@ -64,8 +66,7 @@ CLUSTER_SH=
 cleanup() {
     local rc=$?
     trap - EXIT
-    if [[ -n $CLUSTER_SH ]]; then stop_pid "$CLUSTER_SH" TERM 90; fi
-    for name in "${!CLUSTERS[@]}"; do stop_pid "${CLUSTERS[$name]}" TERM 90 || true; done
+    for name in "${!CLUSTERS[@]}"; do drop_cluster "$name" || true; done
     if (( rc != 0 )); then
         [[ -f $WORK/replay.out ]] && { echo "--- kwire replay output" >&2; tail -n 40 "$WORK/replay.out" >&2; }
         [[ -f $WORK/run-cluster.out ]] && { echo "--- run-cluster output" >&2; tail -n 20 "$WORK/run-cluster.out" >&2; }
@@ -98,6 +99,14 @@ wait_cluster() {  # SIZE NAME
     done
 }
 declare -A CLUSTERS=()
+# drop_cluster NAME: stops NAME's run-cluster. Its data goes with it, so its nodes are
+# killed rather than shut down in turn (the last one's controlled shutdown has no broker
+# left to hand its leaders to, and waits out run-cluster's bound).
+drop_cluster() {
+    local pid
+    for pid in $(sed -n 's/^NODE_[0-9]*_PID=//p' "$WORK/$1.env" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null || true; done
+    stop_pid "${CLUSTERS[$1]}" TERM 90
+}
 start_cluster() {
     launch_cluster 3 127.0.0.41 cluster
     CLUSTER_SH=${CLUSTERS[cluster]}
@@ -192,6 +201,9 @@ sys.exit(0 if parts and all(sorted(r.split(",")) == sorted(i.split(",")) for r, 
 done
 "$KWIRE" decode -r "$WORK/all.pcapng" -p "$BROKER_PORT" -T json --api Produce,Fetch,StreamsGroupHeartbeat \
     >"$WORK/all.jsonl" 2>"$WORK/decode.err" || { cat "$WORK/decode.err" >&2; fail "kwire decode of the replay's own traffic failed"; }
+# Where each partition ended when recorded (tests/live/recorded_ends.py).
+"$KWIRE" decode -r "$CAPTURE" -p "$RECORDED_PORT" -T json --api Produce,Fetch,Metadata,DeleteTopics 2>"$WORK/decode.err" |
+    python3 "$HERE/recorded_ends.py" >"$WORK/ends.txt" || { cat "$WORK/decode.err" >&2; fail "the capture's end offsets"; }
 python3 - "$WORK" "$rc" <<'EOF3' || fail "see above"
 import json, re, sys
 work, rc = sys.argv[1], int(sys.argv[2])
@@ -218,6 +230,14 @@ parts = re.findall(r"leader (\S+) (\d+) -?\d+ replicas=(\S*) isr=(\S*) ", admin)
 need(parts, f"no partitions in:\n{admin}")
 for name, p, replicas, isr in parts:
     need(sorted(isr.split(",")) == sorted(replicas.split(",")), f"{name}-{p}: isr {isr}, replicas {replicas} (Kafka's Admin)")
+# ... and every partition the clients wrote to ends where it ended when recorded: the
+# same records, none lost, none twice, and no high watermark a client moved as a follower.
+hw = {(name, int(p)): int(h) for name, p, h in re.findall(r"leader (\S+) (\d+) .* hw=(-?\d+)", admin)}
+ends = [(t, int(p), int(e)) for t, p, e in (l.split() for l in open(f"{work}/ends.txt"))]
+compared = [(t, p, e) for t, p, e in ends if not t.startswith(("__", "?"))]
+need(len(compared) >= 12, f"too few partitions with a recorded end: {ends}")
+for t, p, e in compared:
+    need(hw.get((t, p)) == e, f"{t}-{p}: high watermark {hw.get((t, p))} (Kafka's Admin), {e} when recorded")
 # (How many requests went to another node than their session's depends on where
 # the fresh cluster put the leaders: in some runs they are the recording's.)
 routed = re.search(r"(\d+) requests? went to another target node than their session's", notes)
@@ -246,13 +266,14 @@ need(checked["Produce"] >= 50 and checked["Fetch"] >= 10, f"too few requests che
 need(heartbeats > 0, "no StreamsGroupHeartbeat on the wire")
 for e in errors[:20]: print("replay_cluster: FAIL:", e, file=sys.stderr)
 if errors: sys.exit(1)
+print(f"replay_cluster: {len(compared)} partitions end at their recorded high watermarks, every ISR whole")
 print(f"replay_cluster: fast timing clean; {checked['Produce']} Produce and {checked['Fetch']} Fetch went to the leader "
       f"and {heartbeats} StreamsGroupHeartbeat to the coordinator Admin names; "
       f"{routed.group(1) if routed else 0} requests to another node than their session's")
 EOF3
 
 # Recorded timing, into a fresh cluster on the same addresses.
-stop_pid "$CLUSTER_SH" TERM 90
+drop_cluster cluster
 start_cluster
 rc=0
 "$KWIRE" replay -r "$CAPTURE" --target "$NODE_1_ADDR:$BROKER_PORT" -q --report "$WORK/recorded.json" \
@@ -294,7 +315,8 @@ done
 # alone is reported once per kind in its own section, with these among them (one
 # broker: replication factors of 3 sent as 1, and 3 replicas recorded where the target
 # holds 1; five: the broker lists, 3 brokers recorded and 5 now).
-stop_pid "$CLUSTER_SH" TERM 90
+drop_cluster cluster
+unset "CLUSTERS[cluster]"
 CLUSTER_SH=
 mkdir -p "$WORK/one" "$WORK/five"
 launch_cluster 1 127.0.0.51 one
@@ -339,7 +361,7 @@ print(f"replay_cluster: into {size} broker{'s' if size > 1 else ''} clean: {s['s
       + "; ".join(f"{d['what']} x{d['count']}" for d in found))
 EOF6
 done
-for shape in one five; do stop_pid "${CLUSTERS[$shape]}" TERM 90; unset "CLUSTERS[$shape]"; done
+for shape in one five; do drop_cluster "$shape"; unset "CLUSTERS[$shape]"; done
 
 # A changed cluster: three nodes whose brokers set min.insync.replicas=4 where the
 # recording's had 1. (Above every replication factor; Kafka 4.4 takes the smaller of

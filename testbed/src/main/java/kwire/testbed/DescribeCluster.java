@@ -2,30 +2,37 @@ package kwire.testbed;
 
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.ExecutionException;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.DescribeClusterResult;
+import org.apache.kafka.clients.admin.ListOffsetsResult;
 import org.apache.kafka.clients.admin.ListTopicsOptions;
+import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.common.Node;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.TopicPartitionInfo;
 import org.apache.kafka.common.utils.Utils;
 
 /**
  * Says where each role lives in a cluster, as Kafka's Admin client sees it: the
- * brokers, every partition's leader and replicas (internal topics too), and the
- * coordinator of each named group, which is the leader of the __consumer_offsets
- * partition the group hashes to (Kafka's own rule: abs(groupId.hashCode()) % count).
+ * brokers, every partition's leader, replicas and high watermark (internal topics
+ * too; the high watermark as Admin's listOffsets gives the latest offset, -1 where it
+ * cannot), and the coordinator of each named group, which is the leader of the
+ * __consumer_offsets partition the group hashes to (Kafka's own rule:
+ * abs(groupId.hashCode()) % count).
  * args: bootstrap [groups=a,b,...]
  *
  * <p>Lines, sorted:
  * <pre>
  * broker 1 127.0.0.11:9092
  * controller 2
- * leader clicks 0 2 replicas=2,3,1 isr=2,3,1 id=Bg3R7XaKS1ioZVRsuWFdvQ
+ * leader clicks 0 2 replicas=2,3,1 isr=2,3,1 id=Bg3R7XaKS1ioZVRsuWFdvQ hw=222
  * coordinator stateful-app 3 partition=17
  * </pre>
  */
@@ -44,21 +51,31 @@ public final class DescribeCluster {
             if (controller != null) System.out.println("controller " + controller.id());
             var names = admin.listTopics(new ListTopicsOptions().listInternal(true)).names().get();
             Map<String, TopicDescription> topics = new TreeMap<>(admin.describeTopics(names).allTopicNames().get());
+            Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
+            for (TopicDescription t : topics.values())
+                for (TopicPartitionInfo p : t.partitions()) latest.put(new TopicPartition(t.name(), p.partition()), OffsetSpec.latest());
+            ListOffsetsResult offsets = admin.listOffsets(latest);
             for (TopicDescription t : topics.values()) {
                 for (TopicPartitionInfo p : t.partitions()) {
+                    long hw;
+                    try {
+                        hw = offsets.partitionResult(new TopicPartition(t.name(), p.partition())).get().offset();
+                    } catch (ExecutionException e) {
+                        hw = -1;
+                    }
                     System.out.println("leader " + t.name() + " " + p.partition() + " "
                             + (p.leader() == null ? -1 : p.leader().id())
-                            + " replicas=" + ids(p.replicas()) + " isr=" + ids(p.isr()) + " id=" + t.topicId());
+                            + " replicas=" + ids(p.replicas()) + " isr=" + ids(p.isr()) + " id=" + t.topicId() + " hw=" + hw);
                 }
             }
-            TopicDescription offsets = topics.get("__consumer_offsets");
+            TopicDescription consumerOffsets = topics.get("__consumer_offsets");
             for (String g : groups) {
-                if (offsets == null) {
+                if (consumerOffsets == null) {
                     System.out.println("coordinator " + g + " -1 (no __consumer_offsets)");
                     continue;
                 }
-                int partition = Utils.abs(g.hashCode()) % offsets.partitions().size();
-                Node leader = offsets.partitions().get(partition).leader();
+                int partition = Utils.abs(g.hashCode()) % consumerOffsets.partitions().size();
+                Node leader = consumerOffsets.partitions().get(partition).leader();
                 System.out.println("coordinator " + g + " " + (leader == null ? -1 : leader.id()) + " partition=" + partition);
             }
         }
