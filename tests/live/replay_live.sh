@@ -53,7 +53,8 @@
 #               the partition count in Metadata.
 #   clean-NAME  captures/NAME.pcapng against two brokers configured as its own was, started
 #               together: --timing recorded on one and fast on the other at once; both exit
-#               0, 0 regressions, 0 unanswered.
+#               0, 0 regressions, 0 unanswered. At the same time, fast, into a three-node
+#               cluster (below).
 #   tls-scram   captures/tls/scram-secrets.pcapng (SASL_SSL, SCRAM-SHA-256, TLS 1.3, read from
 #               its secrets blocks) against a fresh SASL_SSL broker, --tls-ca and
 #               --sasl-scram-256: exit 0, 0 regressions, every SaslAuthenticate the same;
@@ -84,6 +85,14 @@
 #               the used broker, no credentials: exit 2 naming the listener that asks for a
 #               login and the options that give one.
 #
+# Into a cluster: clean-NAME, other-fast, go-fast, tls-clean, tls-python-clean and
+# tls-listeners also replay their captures (all recorded on one broker) in fast timing
+# into a fresh three-node cluster (testbed/run-cluster on 127.0.0.91-93), started with
+# their brokers and configured as they are, with --target naming node 1 only: each exits
+# 0 with 0 regressions and 0 unanswered, the report counts 1 broker recorded and 3 on the
+# target, and what follows from that alone (broker lists, replica counts) is named once
+# per kind in its shape section.
+#
 # Needs Java 17 and Maven (the broker), python3. Missing prerequisites fail the test.
 set -euo pipefail
 
@@ -104,6 +113,7 @@ done
 WORK=$(mktemp -d /tmp/kwire-replay-live.XXXXXX)
 BROKER_SH=
 BROKER_SH2=
+CLUSTER_SH=
 BG=
 RELAYS=()
 cleanup() {
@@ -116,7 +126,15 @@ cleanup() {
     for relay in "${RELAYS[@]}"; do stop_pid "$relay" TERM 5; done
     if [[ -n $BROKER_SH ]]; then stop_pid "$BROKER_SH" TERM 40; fi
     if [[ -n $BROKER_SH2 ]]; then stop_pid "$BROKER_SH2" TERM 40; fi
+    if [[ -n $CLUSTER_SH ]]; then
+        # Its data goes with it: the nodes are killed, not shut down in turn (the last
+        # one's controlled shutdown has no broker left to hand its leaders to).
+        local pid
+        for pid in $(sed -n 's/^NODE_[0-9]*_PID=//p' "$WORK/cluster.env" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null || true; done
+        stop_pid "$CLUSTER_SH" TERM 90
+    fi
     if (( rc != 0 )); then
+        [[ -f $WORK/run-cluster.out ]] && { echo "--- run-cluster output" >&2; tail -n 20 "$WORK/run-cluster.out" >&2; }
         [[ -f $WORK/replay.out ]] && { echo "--- kwire replay output" >&2; tail -n 60 "$WORK/replay.out" >&2; }
         [[ -f $WORK/broker.log ]] && { echo "--- broker log tail" >&2; tail -n 20 "$WORK/broker.log" >&2; }
         [[ -f $WORK/broker2.log ]] && { echo "--- second broker log tail" >&2; tail -n 20 "$WORK/broker2.log" >&2; }
@@ -128,8 +146,81 @@ trap cleanup EXIT
 
 testbed_build
 
+# The three-node cluster a case replays into as well when WITH_CLUSTER=1 (testbed/run-cluster
+# on 127.0.0.91-93, each node on its own address): started with the case's brokers and
+# configured as they are (the same server.properties lines, plugin control and
+# KWIRE_BROKER_* settings), with the recording broker's own partition counts of the
+# offsets and transaction state topics (run-broker's, where run-cluster has others), so
+# that a clean replay into it differs from the capture only in what follows from the shape.
+CLUSTER_PROPS=("offsets.topic.num.partitions=1" "transaction.state.log.num.partitions=50")
+launch_cluster() {  # server.properties lines...
+    [[ -n ${CONTROL:-} ]] && printf '%s\n' "${CONTROL[@]}" >"$WORK/control-cluster.properties"
+    KWIRE_CLUSTER_BASE_ADDR=127.0.0.91 KWIRE_CLUSTER_INFO=$WORK/cluster.env KWIRE_CLUSTER_LOG_DIR=$WORK/cluster \
+        KWIRE_BROKER_PROPS="$(printf '%s\n' "${CLUSTER_PROPS[@]}" "$@")" \
+        KWIRE_PLUGIN_CONTROL=${CONTROL:+$WORK/control-cluster.properties} \
+        setsid "$REPO/testbed/run-cluster" 3 >"$WORK/run-cluster.out" 2>&1 &
+    CLUSTER_SH=$!
+}
+# Waits until it is ready (run-cluster writes its info file once every node lists all
+# three brokers; its own bound is a failure bound); sets CL_ADDR (node 1's), CL_PORT and,
+# with KWIRE_BROKER_SSL=1, CL_SSL_PORT, CL_SASL_SSL_PORT and CL_CA.
+wait_cluster() {
+    until grep -qs '^NODE_3_LOG=' "$WORK/cluster.env"; do
+        kill -0 "$CLUSTER_SH" 2>/dev/null || { tail -n 30 "$WORK/run-cluster.out" >&2; fail "the cluster did not start"; }
+        sleep 0.5
+    done
+    eval "$(source "$WORK/cluster.env"
+            echo "CL_ADDR=$NODE_1_ADDR CL_PORT=$BROKER_PORT CL_SSL_PORT=${SSL_PORT:-} CL_SASL_SSL_PORT=${SASL_SSL_PORT:-} CL_CA=${TLS_CA_PEM:-}")"
+    note "cluster: node 1 of 3 on $CL_ADDR:$CL_PORT (ready $SECONDS s into the test)"
+}
+# cluster_replay LABEL CAPTURE ARGS...: kwire replay of CAPTURE in fast timing (ARGS name the
+# target); its output, reports and exit status in $WORK/LABEL.*.
+cluster_replay() {
+    local label=$1 cap=$2 rc=0
+    shift 2
+    timeout --signal=TERM 300 "$KWIRE" replay -r "$cap" -q --timing fast --report "$WORK/$label.json" \
+        --junit "$WORK/$label.xml" "$@" >"$WORK/$label.out" 2>&1 || rc=$?
+    echo "$rc" >"$WORK/$label.rc"
+}
+# expect_cluster_clean LABEL...: each of those replays exited 0 with 0 regressions and 0
+# unanswered, sent enough, the JUnit report has no failure, the report counts 1 broker in
+# the capture and 3 on the target, and names each shape difference once.
+expect_cluster_clean() {
+    local label
+    for label in "$@"; do echo "--- $label (into the cluster)"; cat "$WORK/$label.out"; done
+    python3 - "$WORK" "$CASE" "$@" <<'PY' || fail "see above"
+import json, re, sys, xml.etree.ElementTree as ET
+work, case, labels = sys.argv[1], sys.argv[2], sys.argv[3:]
+bad = []
+for label in labels:
+    rc = int(open(f"{work}/{label}.rc").read())
+    try:
+        r = json.load(open(f"{work}/{label}.json"))
+        s = r["summary"]
+    except (OSError, ValueError, KeyError) as e:
+        bad.append(f"{label}: exit status {rc}, no report ({e})"); continue
+    kinds = [(d["what"], d["why"]) for d in r.get("shape", [])]
+    suite = ET.parse(f"{work}/{label}.xml").getroot().find("testsuite")
+    for ok, what in [(rc == 0, f"exit status {rc}, expected 0"),
+                     (s["regressions"] == 0, f"{s['regressions']} regressions, first: {r['regressions'][:2]}"),
+                     (s["unanswered"] == 0, f"{s['unanswered']} unanswered"),
+                     (s["sent"] > 30, f"too few requests sent ({s['sent']})"),
+                     (int(suite.get("tests")) > 0 and int(suite.get("failures")) == 0, f"JUnit report {suite.attrib}"),
+                     (r.get("brokers") == {"capture": 1, "target": 3}, f"brokers {r.get('brokers')}, expected 1 in the capture, 3 on the target"),
+                     (len(kinds) == len(set(kinds)), f"a shape difference named twice: {kinds}")]:
+        if not ok: bad.append(f"{label}: {what}")
+    routed = re.search(r"(\d+) requests? went to another target node", "\n".join(r["notes"]))
+    print(f"replay_live {case}: {label} into 3 brokers: exit {rc}, {s['sent']} sent, {s['regressions']} regressions, "
+          f"{routed.group(1) if routed else 0} requests to another node than --target; shape: "
+          + ("; ".join(f"{d['what']} x{d['count']}" for d in r.get("shape", [])) or "none"))
+for b in bad: print(f"replay_live {case}: FAIL (into the cluster): {b}", file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+}
+
 # start_broker [server.properties lines...]: a fresh broker; sets PORT, BROKER_PID.
 start_broker() {
+    if [[ -n ${WITH_CLUSTER:-} ]]; then launch_cluster "$@"; fi
     KWIRE_BROKER_INFO=$WORK/broker.env KWIRE_BROKER_LOG=$WORK/broker.log KWIRE_BROKER_PROPS="$(printf '%s\n' "$@")" \
         "$REPO/testbed/run-broker" >"$WORK/run-broker.out" 2>&1 &
     BROKER_SH=$!
@@ -144,6 +235,7 @@ start_broker() {
     source "$WORK/broker.env"
     PORT=$BROKER_PORT
     note "broker on 127.0.0.1:$PORT"
+    if [[ -n ${WITH_CLUSTER:-} ]]; then wait_cluster; fi
 }
 
 # start_two_brokers [server.properties lines...]: two fresh brokers configured alike,
@@ -151,6 +243,7 @@ start_broker() {
 start_two_brokers() {
     local props n
     props="$(printf '%s\n' "$@")"
+    if [[ -n ${WITH_CLUSTER:-} ]]; then launch_cluster "$@"; fi
     for n in 1 2; do
         [[ -n ${CONTROL:-} ]] && printf '%s\n' "${CONTROL[@]}" >"$WORK/control$n.properties"
         KWIRE_BROKER_INFO=$WORK/broker$n.env KWIRE_BROKER_LOG=$WORK/broker${n/1/}.log KWIRE_BROKER_PROPS="$props" \
@@ -174,6 +267,7 @@ start_two_brokers() {
     source "$WORK/broker1.env"
     PORT=$BROKER_PORT
     note "brokers on 127.0.0.1:$PORT and 127.0.0.1:$PORT2 (ready $SECONDS s into the test)"
+    if [[ -n ${WITH_CLUSTER:-} ]]; then wait_cluster; fi
 }
 
 # replay ARGS...: runs kwire replay with a report; sets RC.
@@ -233,6 +327,24 @@ assert int(suite.get("tests")) > 0 and int(suite.get("failures")) == 0, suite.at
 PY
 }
 
+# broker_timings CAPTURE: captures/CAPTURE into a fresh broker, in recorded timing (CASE
+# without -fast) or in fast timing and, at once, into a fresh cluster (CASE-fast); clean.
+broker_timings() {
+    local cap=$REPO/captures/$1 pid
+    if [[ $CASE != *-fast ]]; then
+        start_broker
+        replay -r "$cap" -q
+    else
+        WITH_CLUSTER=1 start_broker
+        cluster_replay cluster "$cap" --target "$CL_ADDR:$CL_PORT" &
+        pid=$!
+        replay -r "$cap" -q --timing fast
+        wait "$pid"
+        expect_cluster_clean cluster
+    fi
+    expect_clean
+}
+
 # expect_first_divergence API PATH RECORDED REPLAYED [RECORDED_NAME REPLAYED_NAME]: some
 # session's first divergence (JSON sessions[].firstDivergence, the text report's "first
 # divergence per session") is API at PATH (indices as [*]) with these values (* for any).
@@ -284,10 +396,7 @@ other|other-fast)
     # captures/other-clients.pcapng (kafka-python and kcat/librdkafka: classic groups,
     # gzip/snappy/lz4/zstd producers, admin calls) against a fresh broker configured like
     # the one it was recorded against: no regression, in recorded and in fast timing.
-    start_broker
-    if [[ $CASE == other ]]; then replay -r "$REPO/captures/other-clients.pcapng" -q
-    else replay -r "$REPO/captures/other-clients.pcapng" -q --timing fast; fi
-    expect_clean
+    broker_timings other-clients.pcapng
     # kpy-admin's DescribeConfigs of the broker: listeners and controller endpoints
     # hold the recorded ports; mapped to the target's, they differ only in ignored
     # host values (log.dirs). Races are counted apart, never as regressions.
@@ -305,10 +414,7 @@ go|go-fast)
     # group go-848, gzip/snappy/lz4/zstd producers, admin calls; Sarama 1.61.1 at 2.8.0 and
     # at 4.3.1) against a fresh broker configured like the one it was recorded against: no
     # regression, in both timings.
-    start_broker
-    if [[ $CASE == go ]]; then replay -r "$REPO/captures/go-clients.pcapng" -q
-    else replay -r "$REPO/captures/go-clients.pcapng" -q --timing fast; fi
-    expect_clean
+    broker_timings go-clients.pcapng
     for client in kgo-admin kgo-classic kgo-848 kgo-producer-zstd sarama-default-consumer sarama-max-producer; do
         [[ $(json "any(s['clientId']=='$client' and 'skipped' not in s for s in r['sessions'])") == True ]] \
             || fail "no replayed session of $client"
@@ -499,7 +605,7 @@ tls-scram)
     ;;
 tls-listeners)
     # As the scenario's broker: SSL and SASL_SSL listeners, consumer heartbeats every 2 s.
-    KWIRE_BROKER_SSL=1 start_two_brokers "group.consumer.min.heartbeat.interval.ms=1000" \
+    WITH_CLUSTER=1 KWIRE_BROKER_SSL=1 start_two_brokers "group.consumer.min.heartbeat.interval.ms=1000" \
         "group.consumer.heartbeat.interval.ms=2000"
     cap=$REPO/captures/tls/listeners-secrets.pcapng
     # The capture's listeners (captures/MANIFEST.md).
@@ -516,7 +622,11 @@ tls-listeners)
     listeners_replay recorded --tls-ca "$TLS_CA_PEM2" --target "127.0.0.1:$SSL_PORT2" \
         --map "$rec_ssl=127.0.0.1:$SSL_PORT2" --map "$rec_sasl=127.0.0.1:$SASL_SSL_PORT2" &
     recorded=$!
-    wait "$fast" "$recorded" || true
+    cluster_replay cluster "$cap" --tls-ca "$CL_CA" --sasl-scram-512 "$SCRAM_USER:$SCRAM_PASSWORD" \
+        --target "$CL_ADDR:$CL_SSL_PORT,$CL_ADDR:$CL_SASL_SSL_PORT" &
+    into_cluster=$!
+    wait "$fast" "$recorded" "$into_cluster" || true
+    expect_cluster_clean cluster
     for label in fast recorded; do
         cat "$WORK/$label.out"
         if [[ $label == fast ]]; then ssl=$SSL_PORT sasl=$SASL_SSL_PORT; else ssl=$SSL_PORT2 sasl=$SASL_SSL_PORT2; fi
@@ -549,15 +659,21 @@ tls-clean|tls-python-clean)
     # fast on the second, both at once. One broker served all captures of a scenario, one
     # after another, so each replays them in the same order: a capture finds what the
     # earlier ones left (topics, __consumer_offsets, groups), as it did when recorded.
+    # The same sequence in fast timing goes into a three-node cluster (node 3 below) at once,
+    # python-etm there on the SSL listener: what a client had to go through the relay
+    # for, kwire's own TLS does not.
     if [[ $CASE == tls-clean ]]; then
-        KWIRE_BROKER_SSL=1 start_two_brokers "group.consumer.min.heartbeat.interval.ms=1000" \
+        WITH_CLUSTER=1 KWIRE_BROKER_SSL=1 start_two_brokers "group.consumer.min.heartbeat.interval.ms=1000" \
             "group.consumer.heartbeat.interval.ms=2000"
     else
         printf '%s\n' "jdk.tls.keyLimits=AES/GCM/NoPadding KeyUpdate 2^14, ChaCha20-Poly1305 KeyUpdate 2^14" \
             >"$WORK/keylimits.security"
-        KWIRE_BROKER_SSL=1 KWIRE_BROKER_JAVA_OPTS="-Djava.security.properties=$WORK/keylimits.security" start_two_brokers
+        WITH_CLUSTER=1 KWIRE_BROKER_SSL=1 KWIRE_BROKER_JAVA_OPTS="-Djava.security.properties=$WORK/keylimits.security" \
+            start_two_brokers
     fi
-    declare -A ssl=([1]=$SSL_PORT [2]=$SSL_PORT2) sasl=([1]=$SASL_SSL_PORT [2]=$SASL_SSL_PORT2) ca=([1]=$TLS_CA_PEM [2]=$TLS_CA_PEM2)
+    declare -A ssl=([1]=127.0.0.1:$SSL_PORT [2]=127.0.0.1:$SSL_PORT2 [3]=$CL_ADDR:$CL_SSL_PORT)
+    declare -A sasl=([1]=127.0.0.1:$SASL_SSL_PORT [2]=127.0.0.1:$SASL_SSL_PORT2 [3]=$CL_ADDR:$CL_SASL_SSL_PORT)
+    declare -A ca=([1]=$TLS_CA_PEM [2]=$TLS_CA_PEM2 [3]=$CL_CA)
     declare -A plain=([1]=$PORT [2]=$PORT2) relay=()
     # tls_replay LABEL TIMING CAPTURE TARGET CA [ARGS...]: one replay, its output, reports
     # and exit status in $WORK/LABEL.*.
@@ -571,7 +687,8 @@ tls-clean|tls-python-clean)
         echo "$((SECONDS - t0))" >"$WORK/$label.s"
     }
     if [[ $CASE == tls-clean ]]; then
-        runs=(1:recorded:streams-tls13 1:recorded:tls12 2:fast:streams-tls13 2:fast:tls12 2:fast:scram)
+        runs=(1:recorded:streams-tls13 1:recorded:tls12 2:fast:streams-tls13 2:fast:tls12 2:fast:scram
+              3:fast:streams-tls13 3:fast:tls12 3:fast:scram)
     else
         # python-etm was recorded through an OpenSSL TLS 1.2 endpoint (encrypt_then_mac) in
         # front of the PLAINTEXT listener, which rewrote the broker's advertised port to its
@@ -596,46 +713,49 @@ tls-clean|tls-python-clean)
                 fail "the TLS relay $n printed no 'relay: listening' line within 120 s, or exited"; }
         done
         runs=(1:recorded:python-tls13 1:recorded:python-tls12-cbc 1:recorded:python-etm
-              2:fast:python-tls13 2:fast:python-tls12-cbc 2:fast:python-etm)
+              2:fast:python-tls13 2:fast:python-tls12-cbc 2:fast:python-etm
+              3:fast:python-tls13 3:fast:python-tls12-cbc 3:fast:python-etm)
     fi
-    # One sequence per broker, the two at once.
+    # run_label RUN: the label of a run (its files in $WORK); run_target RUN: its target.
+    run_label() { IFS=: read -r b timing cap <<<"$1"; if (( b == 3 )); then echo "cluster-$cap"; else echo "$timing-$cap"; fi; }
+    run_target() {
+        IFS=: read -r b timing cap <<<"$1"
+        case $cap in
+        scram) echo "${sasl[$b]}" ;;
+        python-etm) if (( b == 3 )); then echo "${ssl[$b]}"; else echo "127.0.0.1:${relay[$b]}"; fi ;;
+        *) echo "${ssl[$b]}" ;;
+        esac
+    }
+    # One sequence per broker, and one into the cluster, all at once.
     t0=$SECONDS
     pids=()
-    for n in 1 2; do
+    for n in 1 2 3; do
         (
             for run in "${runs[@]}"; do
                 IFS=: read -r b timing cap <<<"$run"
                 [[ $b == "$n" ]] || continue
-                case $cap in
-                scram) tls_replay "$timing-$cap" "$timing" "$cap" "127.0.0.1:${sasl[$n]}" "${ca[$n]}" \
-                           --sasl-scram-256 "$SCRAM_USER:$SCRAM_PASSWORD" ;;
-                python-etm) tls_replay "$timing-$cap" "$timing" "$cap" "127.0.0.1:${relay[$n]}" "${ca[$n]}" ;;
-                *) tls_replay "$timing-$cap" "$timing" "$cap" "127.0.0.1:${ssl[$n]}" "${ca[$n]}" ;;
-                esac
+                args=()
+                [[ $cap == scram ]] && args=(--sasl-scram-256 "$SCRAM_USER:$SCRAM_PASSWORD")
+                tls_replay "$(run_label "$run")" "$timing" "$cap" "$(run_target "$run")" "${ca[$n]}" "${args[@]}"
             done
         ) &
         pids+=($!)
     done
     wait "${pids[@]}"
     note "all replays done in $((SECONDS - t0)) s"
+    clusters=()
     for run in "${runs[@]}"; do
         IFS=: read -r b timing cap <<<"$run"
-        echo "--- $cap, $timing timing ($(cat "$WORK/$timing-$cap.s") s)"
-        cat "$WORK/$timing-$cap.out"
+        label=$(run_label "$run")
+        if (( b == 3 )); then clusters+=("$label"); continue; fi  # printed by expect_cluster_clean
+        echo "--- $cap, $timing timing ($(cat "$WORK/$label.s") s)"
+        cat "$WORK/$label.out"
     done
     # Each replay as expect_clean checks one, all in one python3 (it starts slowly on a
     # loaded machine): exit 0, 0 regressions, 0 unanswered, enough sent, no session skipped,
     # the JUnit report without failures, the TLS note of its target.
     checks=()
-    for run in "${runs[@]}"; do
-        IFS=: read -r b timing cap <<<"$run"
-        case $cap in
-        scram) target=127.0.0.1:${sasl[$b]} ;;
-        python-etm) target=127.0.0.1:${relay[$b]} ;;
-        *) target=127.0.0.1:${ssl[$b]} ;;
-        esac
-        checks+=("$timing-$cap" "$target")
-    done
+    for run in "${runs[@]}"; do checks+=("$(run_label "$run")" "$(run_target "$run")"); done
     python3 - "$WORK" "$CASE" "${checks[@]}" <<'PY' || fail "see above"
 import json, re, sys, xml.etree.ElementTree as ET
 work, case, args = sys.argv[1], sys.argv[2], sys.argv[3:]
@@ -665,15 +785,16 @@ for label, target in zip(args[0::2], args[1::2]):
                      (re.search(rf"TLS to {re.escape(target)}: TLSv1\.[23] .*certificate verified", out), f"no TLS note for {target}")]:
         if not ok:
             bad.append(f"{label}: {what}")
-    if label == "fast-scram" and sum(a["same"] for a in r["apis"] if a["api"].startswith("SaslAuthenticate")) != 14:
+    if label in ("fast-scram", "cluster-scram") and sum(a["same"] for a in r["apis"] if a["api"].startswith("SaslAuthenticate")) != 14:
         bad.append("fast-scram: the 14 SaslAuthenticate exchanges (7 logins) are not all the same")
     # The relay's OpenSSL speaks TLS 1.2 with the one recorded cipher.
-    if label.endswith("python-etm") and f"TLS to {target}: TLSv1.2 ECDHE-RSA-AES256-SHA," not in out:
+    if label in ("recorded-python-etm", "fast-python-etm") and f"TLS to {target}: TLSv1.2 ECDHE-RSA-AES256-SHA," not in out:
         bad.append(f"{label}: not replayed over the relay's TLS 1.2 ECDHE-RSA-AES256-SHA")
 for b in bad:
     print(f"replay_live {case}: FAIL: {b}", file=sys.stderr)
 sys.exit(1 if bad else 0)
 PY
+    expect_cluster_clean "${clusters[@]}"
     note "ok"
     ;;
 tls-mtls-oauth)
@@ -785,8 +906,10 @@ clean-*)
         export KWIRE_BROKER_FEATURES="transaction.version=1"
         props=("group.consumer.min.heartbeat.interval.ms=1000" "group.consumer.heartbeat.interval.ms=2000") ;;
     esac
-    start_two_brokers "${props[@]}"
+    WITH_CLUSTER=1 start_two_brokers "${props[@]}"
     t0=$SECONDS
+    cluster_replay cluster "$REPO/captures/$cap.pcapng" --setup --target "$CL_ADDR:$CL_PORT" &
+    cluster_pid=$!
     set +e
     timeout --signal=TERM 300 "$KWIRE" replay --target "127.0.0.1:$PORT" -r "$REPO/captures/$cap.pcapng" --setup -q \
         --report "$WORK/recorded.json" --junit "$WORK/recorded.xml" >"$WORK/recorded.out" 2>&1 &
@@ -796,8 +919,9 @@ clean-*)
     fast_rc=$?
     wait "$rec_pid"
     rec_rc=$?
+    wait "$cluster_pid"
     set -e
-    note "both timings done in $((SECONDS - t0)) s"
+    note "both timings and the cluster done in $((SECONDS - t0)) s"
     for timing in recorded fast; do echo "--- $timing timing"; cat "$WORK/$timing.out"; done
     for timing in recorded fast; do
         cp "$WORK/$timing.out" "$WORK/replay.out"
@@ -806,6 +930,7 @@ clean-*)
         note "$timing timing: exit $RC"
         REPORT=$WORK/$timing.json JUNIT=$WORK/$timing.xml expect_clean
     done
+    expect_cluster_clean cluster
     note "ok"
     ;;
 unreachable)
