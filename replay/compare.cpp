@@ -716,8 +716,8 @@ class Walker {
   // other's): ignored (true).
   bool config_source(uint32_t r, uint32_t l, const std::string& a, const std::string& b) {
     if (api_ != "DescribeConfigs" || segs_.back() != "configSource") return false;
-    const Node* rv = config_value(rec_, rec_.nodes[r].parent);
-    const Node* lv = config_value(live_, live_.nodes[l].parent);
+    const Node* rv = config_field(rec_, rec_.nodes[r].parent, "Value");
+    const Node* lv = config_field(live_, live_.nodes[l].parent, "Value");
     if (!rv || !lv || rv->is_null() || lv->is_null()) return false;
     return value_source(config_name(rec_, rec_.nodes[r].parent), *rv, *lv, a, b);
   }
@@ -743,20 +743,12 @@ class Walker {
   // when handled.
   bool config_synonym(uint32_t r, uint32_t l, const Frame& f, uint32_t el, const std::string& a, const std::string& b) {
     if (api_ != "DescribeConfigs" || segs_.back() != "synonyms" || f.nodes[el].type != WireType::Struct) return false;
-    const Node* rv = config_value(rec_, rec_.nodes[r].parent);
-    const Node* lv = config_value(live_, live_.nodes[l].parent);
-    const Node* sv = config_value(f, el);
+    const Node* rv = config_field(rec_, rec_.nodes[r].parent, "Value");
+    const Node* lv = config_field(live_, live_.nodes[l].parent, "Value");
+    const Node* sv = config_field(f, el, "Value");
     const Node* own = &f == &rec_ ? rv : lv;
     if (!rv || !lv || !sv || rv->is_null() || lv->is_null() || sv->is_null() || sv->str() != own->str()) return false;
     return value_source(config_name(rec_, rec_.nodes[r].parent), *rv, *lv, a, b);
-  }
-  // A config's (or a synonym's) Value.
-  const Node* config_value(const Frame& f, uint32_t config) const {
-    if (f.nodes[config].type != WireType::Struct) return nullptr;
-    for (uint32_t c : Children(f, config))
-      if (f.nodes[c].desc != kDescUnknownTag && ps_.field(f.nodes[c].desc).name == "Value" && f.nodes[c].type == WireType::String)
-        return &f.nodes[c];
-    return nullptr;
   }
   static bool replica_config(std::string_view name) {
     return name.ends_with(".replication.factor") || name.ends_with(".min.isr") || name == "min.insync.replicas";
@@ -776,11 +768,16 @@ class Walker {
   }
 
   std::string_view config_name(const Frame& f, uint32_t config) const {
+    const Node* n = config_field(f, config, "Name");
+    return n && !n->is_null() ? n->str() : std::string_view();
+  }
+  // A string field of a config (or of a synonym): Name, Value.
+  const Node* config_field(const Frame& f, uint32_t config, std::string_view field) const {
+    if (f.nodes[config].type != WireType::Struct) return nullptr;
     for (uint32_t c : Children(f, config))
-      if (f.nodes[c].desc != kDescUnknownTag && ps_.field(f.nodes[c].desc).name == "Name" &&
-          f.nodes[c].type == WireType::String && !f.nodes[c].is_null())
-        return f.nodes[c].str();
-    return {};
+      if (f.nodes[c].desc != kDescUnknownTag && ps_.field(f.nodes[c].desc).name == field && f.nodes[c].type == WireType::String)
+        return &f.nodes[c];
+    return nullptr;
   }
   // Config name -> value of one DescribeConfigs result.
   std::map<std::string, std::string> resource_configs(const Frame& f, uint32_t result) const {
@@ -790,11 +787,8 @@ class Walker {
       if (f.nodes[c].type != WireType::Array) continue;
       for (uint32_t el : Children(f, c)) {
         if (f.nodes[el].type != WireType::Struct) continue;
-        std::string_view name = config_name(f, el);
-        for (uint32_t v : Children(f, el))
-          if (f.nodes[v].desc != kDescUnknownTag && ps_.field(f.nodes[v].desc).name == "Value" &&
-              f.nodes[v].type == WireType::String && !f.nodes[v].is_null())
-            out.emplace(std::string(name), std::string(f.nodes[v].str()));
+        const Node* value = config_field(f, el, "Value");
+        if (value && !value->is_null()) out.emplace(std::string(config_name(f, el)), std::string(value->str()));
       }
     }
     return out;

@@ -625,6 +625,13 @@ class Engine {
   // A Fetch: one per target node of the session's partitions, each in that
   // node's fetch session (LiveConn::fetches).
   bool fetch_split(LiveConn& c, InFlight& f, int64_t now, bool first);
+  // The distinct nodes of node_of that are known, in order of first mention.
+  static std::vector<int32_t> known_nodes(const std::vector<int32_t>& node_of);
+  // Cuts `sent` (the request as sent) into one part per node of `nodes`: part k
+  // keeps the elements (partitions, or by_key keys) whose node_of is nodes[k],
+  // and the first also those of no known node. False when one cannot be cut.
+  bool cut(const InFlight& whole, const Frame& sent, const std::vector<uint32_t>& elements,
+           const std::vector<int32_t>& node_of, const std::vector<int32_t>& nodes, bool by_key, std::vector<InFlight>& parts);
   // Part k of request `whole`: `sent` (the request as sent) with only the
   // partitions (or, by_key, the keys) `keep`; `ok` false when it cannot be cut.
   InFlight part_of(const InFlight& whole, const Frame& sent, const std::vector<uint32_t>& keep, size_t k, bool& ok,
@@ -1833,36 +1840,47 @@ bool Engine::split(LiveConn& c, InFlight& f, int64_t now, bool first) {
   dec_.decode_request(e.request, placing_);
   if (!placing_.ok()) return false;
   const auto slots = partition_slots(placing_, ps_);
-  std::vector<int32_t> leader(slots.size(), ClusterView::kUnknown), nodes;
-  for (size_t i = 0; i < slots.size(); ++i) {
-    const PartitionRef& p = slots[i].ref;
-    leader[i] = target_leader(p);
-    if (leader[i] != ClusterView::kUnknown && std::find(nodes.begin(), nodes.end(), leader[i]) == nodes.end())
-      nodes.push_back(leader[i]);
-  }
+  std::vector<int32_t> leader(slots.size(), ClusterView::kUnknown);
+  for (size_t i = 0; i < slots.size(); ++i) leader[i] = target_leader(slots[i].ref);
+  const auto nodes = known_nodes(leader);
   if (nodes.size() < 2) return false;
   // The parts are cut from the request as sent (renamed, its ids and producer
   // ids the target's), whose partitions are the recorded request's in order.
-  // A partition whose leader is not known goes with the first part.
   Frame sent;
   dec_.decode_request(f.bytes, sent);
   const auto live = partition_slots(sent, ps_);
   if (!sent.ok() || live.size() != slots.size()) return false;
+  std::vector<uint32_t> elements;
+  for (const PartitionSlot& s : live) elements.push_back(s.element);
   std::vector<InFlight> parts;
-  for (size_t k = 0; k < nodes.size(); ++k) {
-    std::vector<uint32_t> keep;
-    for (size_t i = 0; i < live.size(); ++i)
-      if (leader[i] == nodes[k] || (leader[i] == ClusterView::kUnknown && k == 0)) keep.push_back(live[i].element);
-    bool ok = false;
-    parts.push_back(part_of(f, sent, keep, k, ok));
-    if (!ok) return false;
-  }
+  if (!cut(f, sent, elements, leader, nodes, false, parts)) return false;
   if (first) {
     split_frames_.push_back(e.frame);
     ++routed_[Role::PartitionLeader];
   }
   parts_sent_ += static_cast<uint32_t>(parts.size());
   send_parts(c, f, parts, nodes, now);
+  return true;
+}
+
+std::vector<int32_t> Engine::known_nodes(const std::vector<int32_t>& node_of) {
+  std::vector<int32_t> nodes;
+  for (int32_t n : node_of)
+    if (n != ClusterView::kUnknown && std::find(nodes.begin(), nodes.end(), n) == nodes.end()) nodes.push_back(n);
+  return nodes;
+}
+
+bool Engine::cut(const InFlight& whole, const Frame& sent, const std::vector<uint32_t>& elements,
+                 const std::vector<int32_t>& node_of, const std::vector<int32_t>& nodes, bool by_key,
+                 std::vector<InFlight>& parts) {
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    std::vector<uint32_t> keep;
+    for (size_t i = 0; i < elements.size(); ++i)
+      if (node_of[i] == nodes[k] || (node_of[i] == ClusterView::kUnknown && k == 0)) keep.push_back(elements[i]);
+    bool ok = false;
+    parts.push_back(part_of(whole, sent, keep, k, ok, by_key));
+    if (!ok) return false;
+  }
   return true;
 }
 
@@ -1876,29 +1894,22 @@ bool Engine::key_split(LiveConn& c, InFlight& f, int64_t now, bool first) {
   const auto slots = key_slots(placing_, ps_, role);
   if (slots.size() < 2) return false;
   const bool group = role == Role::GroupCoordinator;
-  std::vector<int32_t> node_of(slots.size(), ClusterView::kUnknown), nodes;
-  for (size_t i = 0; i < slots.size(); ++i) {
+  std::vector<int32_t> node_of(slots.size(), ClusterView::kUnknown);
+  for (size_t i = 0; i < slots.size(); ++i)
     node_of[i] = target_view_.coordinator(group ? CoordinatorKey::Group : CoordinatorKey::Transaction,
                                           (group ? o_.renames.group_prefix : std::string()) + slots[i].key);
-    if (node_of[i] != ClusterView::kUnknown && std::find(nodes.begin(), nodes.end(), node_of[i]) == nodes.end())
-      nodes.push_back(node_of[i]);
-  }
+  const auto nodes = known_nodes(node_of);
   if (nodes.size() < 2) return false;
   // Cut from the request as sent (renamed), whose keys are the recorded
-  // request's in order; a key whose coordinator is not known goes with the first part.
+  // request's in order.
   Frame sent;
   dec_.decode_request(f.bytes, sent);
   const auto live = key_slots(sent, ps_, role);
   if (!sent.ok() || live.size() != slots.size()) return false;
+  std::vector<uint32_t> elements;
+  for (const KeySlot& s : live) elements.push_back(s.element);
   std::vector<InFlight> parts;
-  for (size_t k = 0; k < nodes.size(); ++k) {
-    std::vector<uint32_t> keep;
-    for (size_t i = 0; i < live.size(); ++i)
-      if (node_of[i] == nodes[k] || (node_of[i] == ClusterView::kUnknown && k == 0)) keep.push_back(live[i].element);
-    bool ok = false;
-    parts.push_back(part_of(f, sent, keep, k, ok, true));
-    if (!ok) return false;
-  }
+  if (!cut(f, sent, elements, node_of, nodes, true, parts)) return false;
   if (first) {
     key_split_frames_.push_back(e.frame);
     ++routed_[role];

@@ -129,7 +129,7 @@ uint32_t keys_of(const Frame& f, const ProgramSet& ps, std::string_view entity) 
   return 0;
 }
 
-// The entity of the keys of an answer's array of per-key results.
+// An answer's array of per-key results (by group or transactional id), or 0.
 uint32_t key_results_of(const Frame& f, const ProgramSet& ps) {
   for (std::string_view entity : {"groupId", "transactionalId"})
     if (uint32_t a = keys_of(f, ps, entity)) return a;
