@@ -5,7 +5,7 @@ BUILD_TEST ?= build-test
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all build demo test test-distro bench bench-record bench-replay bench-replay-cluster deps clean captures conformance fuzz-smoke install-plugin
+.PHONY: all build demo test test-distro bench bench-record bench-replay bench-replay-cluster bench-replay-diff deps clean captures conformance fuzz-smoke install-plugin
 
 all: build
 
@@ -116,6 +116,14 @@ bench-replay:
 	cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DKWIRE_BENCH=ON -DKWIRE_TESTS=OFF
 	cmake --build build-bench -j $(JOBS) --target kwire kwire-replay-fixture
 	bench/replay-bench build-bench
+
+# kwire replay to three targets at once (differential) against one: CPU per
+# recorded request, same session. See bench/replay-diff-bench.
+bench-replay-diff:
+	@tools/install-deps bench
+	cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DKWIRE_BENCH=ON -DKWIRE_TESTS=OFF
+	cmake --build build-bench -j $(JOBS) --target kwire kwire-replay-fixture
+	bench/replay-diff-bench build-bench
 
 # kwire replay into a real 3-node cluster (testbed/run-cluster, Java and Maven):
 # requests per CPU-second and routing's share under perf. See bench/replay-cluster-bench.

@@ -13,6 +13,7 @@
 #include "cli/frame_printer.hpp"
 #include "dissector/filter/filter.hpp"
 #include "replay/concurrency.hpp"
+#include "replay/differential.hpp"
 #include "replay/engine.hpp"
 #include "replay/recording.hpp"
 #include "replay/report.hpp"
@@ -163,97 +164,202 @@ Option seconds(std::vector<std::string> names, std::string arg, std::string help
                });
 }
 
+// Where and how kwire reaches one target of a differential replay
+// (--candidate, --secondary): its own addresses and --map, and its own TLS and
+// SASL settings where given (else --tls*/--sasl*'s).
+struct TargetConn {
+  std::vector<replay::HostPort> targets;
+  std::map<std::string, std::string> protocols;
+  std::map<std::string, replay::HostPort> map;
+  replay::TlsClientOptions tls;
+  std::vector<replay::SaslLogin> sasl;
+  bool tls_given = false;
+};
+
 struct ReplayArgs {
   ProgramSet ps = ProgramSet::build_release();
   std::string file, report_json, junit, script_file;
   replay::ReplayOptions o;
+  TargetConn candidate, secondary;
+  replay::NoiseThresholds noise;
   SessionOptions session;
   CaptureOptions capture;
-  bool have_target = false, default_ignores = true, quiet = false, list_rules = false;
+  bool have_target = false, have_candidate = false, have_secondary = false, default_ignores = true, quiet = false,
+       list_rules = false;
   double budget = -1;
   std::vector<replay::IgnoreRule> extra_ignores;
   std::shared_ptr<const filter::Filter> display_filter;
 };
+
+// A percentage in [0, 100].
+Option percent(std::vector<std::string> names, std::string help, double& into) {
+  const std::string first = names.front();
+  return value(std::move(names), "PCT", std::move(help), [first, &into](const std::string& v, std::string& error) {
+    double x = -1;
+    size_t used = 0;
+    try {
+      x = std::stod(v, &used);
+    } catch (...) {
+    }
+    if (used != v.size() || !(x >= 0 && x <= 100)) {
+      error = first + " needs a percentage from 0 to 100, not " + v;
+      return false;
+    }
+    into = x;
+    return true;
+  });
+}
+
+// The options that say where a target is and how to reach it: --target,
+// --map, --tls*, --sasl-* (who empty), or the same for the candidate or the
+// secondary (--candidate, --candidate-map, --candidate-tls-ca, ...).
+std::vector<Option> target_options(const std::string& who, std::vector<replay::HostPort>& targets,
+                                   std::map<std::string, std::string>& protocols,
+                                   std::map<std::string, replay::HostPort>& map, replay::TlsClientOptions& tls,
+                                   std::vector<replay::SaslLogin>& sasl, bool& have_target, bool* tls_given) {
+  const std::string pre = who.empty() ? "--" : "--" + who + "-";
+  const std::string target_name = who.empty() ? "--target" : "--" + who;
+  auto also = [&who](const std::string& plain, const std::string& help) {
+    return who.empty() ? help : "as " + plain + ", for the " + who;
+  };
+  auto tls_on = [&tls, tls_given] {
+    tls.enabled = true;
+    if (tls_given) *tls_given = true;
+  };
+  auto tls_file = [&tls, tls_on](std::string& into) {
+    return [tls_on, &into](const std::string& v, std::string&) {
+      tls_on();
+      into = v;
+      return true;
+    };
+  };
+  auto login = [&sasl, pre](const std::string& plain) {
+    const std::string option = pre + plain.substr(2);
+    return [&sasl, option, plain](const std::string& v, std::string& error) {
+      replay::SaslLogin l;
+      if (!parse_sasl_login(plain, v, l, error)) {
+        if (error.starts_with(plain)) error = option + error.substr(plain.size());
+        return false;
+      }
+      for (const auto& x : sasl)
+        if (x.mechanism == l.mechanism) {
+          error = option + " is given twice";
+          return false;
+        }
+      sasl.push_back(std::move(l));
+      return true;
+    };
+  };
+  std::vector<Option> out;
+  out.push_back(value(
+      {target_name}, "[PROTOCOL://]HOST:PORT[,...]",
+      who.empty()
+          ? "the broker or cluster under test (the baseline of a differential replay): one or more bootstrap "
+            "brokers, on one listener or several (repeatable). Each recorded broker's sessions go to the target's "
+            "broker of the same node id, on the target listener of the recorded one's security protocol (TLS: "
+            "recorded over TLS; SASL: logged in); PROTOCOL (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL) says a "
+            "listener's, else TLS is --tls's and SASL what the listener answers to a SaslHandshake"
+          : who == "candidate"
+                ? "differential replay: the broker or cluster whose answers are judged against --target's (the "
+                  "baseline), both sent the same sessions in step; addresses as for --target (repeatable)"
+                : "a second baseline (the same release and settings as --target): what differs between the two "
+                  "is noise, and the candidate's differences at a field are a regression only beyond it",
+      [&targets, &protocols, &have_target, target_name](const std::string& v, std::string& error) {
+        size_t from = 0;
+        while (from <= v.size()) {
+          const size_t comma = std::min(v.find(',', from), v.size());
+          std::string protocol;
+          replay::HostPort hp;
+          if (!replay::parse_target(v.substr(from, comma - from), protocol, hp, error)) {
+            error = target_name + ": " + error;
+            return false;
+          }
+          targets.push_back(hp);
+          if (!protocol.empty()) protocols[hp.str()] = protocol;
+          from = comma + 1;
+        }
+        have_target = true;
+        return true;
+      }));
+  out.push_back(value({pre + "map"}, "ADDR:PORT=[PROTOCOL://]HOST:PORT",
+                      also("--map", "send what went to recorded broker ADDR:PORT to HOST:PORT instead (repeatable); "
+                                    "kwire connects to no other address"),
+                      [&map, &protocols, option = pre + "map"](const std::string& v, std::string& error) {
+                        const auto eq = v.find('=');
+                        replay::HostPort from, to;
+                        std::string protocol;
+                        if (eq == std::string::npos) {
+                          error = option + " needs ADDR:PORT=HOST:PORT, not " + v;
+                          return false;
+                        }
+                        if (!replay::parse_host_port(v.substr(0, eq), from, error) ||
+                            !replay::parse_target(v.substr(eq + 1), protocol, to, error)) {
+                          error = option + " " + v + ": " + error;
+                          return false;
+                        }
+                        map[from.str()] = to;
+                        if (!protocol.empty()) protocols[to.str()] = protocol;
+                        return true;
+                      }));
+  out.push_back(flag({pre + "tls"},
+                     also("--tls", "connect to the target over TLS (1.2 or 1.3), verifying its certificate against the "
+                                   "system's CAs and the target's host name"),
+                     tls_on));
+  out.push_back(value({pre + "tls-ca"}, "FILE",
+                      also("--tls-ca", "trust the CA certificates in FILE (PEM) instead (implies --tls)"),
+                      tls_file(tls.ca_file), ValueKind::File));
+  out.push_back(value({pre + "tls-cert"}, "FILE",
+                      also("--tls-cert", "client certificate chain, PEM, for brokers that require one"),
+                      tls_file(tls.cert_file), ValueKind::File));
+  out.push_back(value({pre + "tls-key"}, "FILE", also("--tls-key", "its private key, PEM (default: in --tls-cert's file)"),
+                      tls_file(tls.key_file), ValueKind::File));
+  out.push_back(value({pre + "tls-server-name"}, "NAME",
+                      also("--tls-server-name", "the name sent as SNI and verified (default: the target host)"),
+                      tls_file(tls.server_name)));
+  out.push_back(flag({pre + "tls-insecure"},
+                     also("--tls-insecure", "TLS without verifying the target's certificate (warned about)"),
+                     [&tls, tls_on] {
+                       tls_on();
+                       tls.insecure = true;
+                     }));
+  out.push_back(value({pre + "sasl-plain"}, "USER:PASSWORD",
+                      also("--sasl-plain",
+                           "sessions recorded with SASL PLAIN log in with these credentials (USER alone: the password "
+                           "from $KWIRE_SASL_PASSWORD); the first mechanism given also logs kwire's own connections in"),
+                      login("--sasl-plain")));
+  out.push_back(value({pre + "sasl-scram-256"}, "USER:PASSWORD", also("--sasl-scram-256", "the same for SCRAM-SHA-256"),
+                      login("--sasl-scram-256")));
+  out.push_back(value({pre + "sasl-scram-512"}, "USER:PASSWORD", also("--sasl-scram-512", "the same for SCRAM-SHA-512"),
+                      login("--sasl-scram-512")));
+  out.push_back(value({pre + "sasl-oauthbearer"}, "TOKEN|@FILE",
+                      also("--sasl-oauthbearer", "the same for OAUTHBEARER, with this token"),
+                      login("--sasl-oauthbearer")));
+  return out;
+}
 
 Command replay_table(ReplayArgs& a) {
   replay::ReplayOptions& o = a.o;
   auto text = [](std::string& into) {
     return [&into](const std::string& v, std::string&) { into = v; return true; };
   };
-  auto tls_file = [&o](std::string& into) {
-    return [&o, &into](const std::string& v, std::string&) {
-      o.tls.enabled = true;
-      into = v;
-      return true;
-    };
-  };
-  auto sasl = [&o](const std::string& option) {
-    return [&o, option](const std::string& v, std::string& error) {
-      replay::SaslLogin login;
-      if (!parse_sasl_login(option, v, login, error)) return false;
-      if (o.login_for(login.mechanism)) {
-        error = option + " is given twice";
-        return false;
-      }
-      o.sasl.push_back(std::move(login));
-      return true;
-    };
-  };
   Command c;
   c.name = "replay";
   c.brief = "replay -r FILE --target HOST:PORT";
   c.summary = "re-send the capture's client sessions to a broker, compare the answers";
-  c.usage = {{"kwire replay -r CAPTURE --target HOST:PORT [options]", ""}};
+  c.usage = {{"kwire replay -r CAPTURE --target HOST:PORT [options]", ""},
+             {"kwire replay -r CAPTURE --target BASELINE --candidate CANDIDATE [--secondary BASELINE2] [options]",
+              "differential"}};
   c.description = {
       "Re-sends the client sessions of CAPTURE to a broker under test, one connection per recorded connection, "
       "substituting what the broker hands out (member epochs, member ids, producer ids and epochs, fetch sessions, "
-      "topic ids), compares every response with the recorded one field by field, and reports the differences."};
+      "topic ids), compares every response with the recorded one field by field, and reports the differences.",
+      "With --candidate, the same sessions go in step to the baseline (--target) and the candidate, each with its "
+      "own learned values: the candidate's answers are judged against the baseline's, field by field. With "
+      "--secondary, a second baseline measures noise: a field path is a regression only where the candidate "
+      "differs from the baseline clearly more often than the secondary does (--noise-relative, --noise-absolute). "
+      "Differences from the capture are reported as drift and do not count."};
   c.options = {
       value({"-r"}, "FILE", "pcap or pcapng capture (- reads standard input)", text(a.file), ValueKind::File),
-      value({"--target"}, "[PROTOCOL://]HOST:PORT[,...]",
-            "the broker or cluster under test: one or more bootstrap brokers, on one listener or several "
-            "(repeatable). Each recorded broker's sessions go to the target's broker of the same node id, on the "
-            "target listener of the recorded one's security protocol (TLS: recorded over TLS; SASL: logged in); "
-            "PROTOCOL (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL) says a listener's, else TLS is --tls's and SASL "
-            "what the listener answers to a SaslHandshake",
-            [&a](const std::string& v, std::string& error) {
-              size_t from = 0;
-              while (from <= v.size()) {
-                const size_t comma = std::min(v.find(',', from), v.size());
-                std::string protocol;
-                replay::HostPort hp;
-                if (!replay::parse_target(v.substr(from, comma - from), protocol, hp, error)) {
-                  error = "--target: " + error;
-                  return false;
-                }
-                if (a.o.targets.empty()) a.o.target = hp;
-                a.o.targets.push_back(hp);
-                if (!protocol.empty()) a.o.protocols[hp.str()] = protocol;
-                from = comma + 1;
-              }
-              a.have_target = true;
-              return true;
-            }),
-      value({"--map"}, "ADDR:PORT=[PROTOCOL://]HOST:PORT",
-            "send what went to recorded broker ADDR:PORT to HOST:PORT instead (repeatable); kwire connects to no "
-            "other address",
-            [&o](const std::string& v, std::string& error) {
-              const auto eq = v.find('=');
-              replay::HostPort from, to;
-              std::string protocol;
-              if (eq == std::string::npos) {
-                error = "--map needs ADDR:PORT=HOST:PORT, not " + v;
-                return false;
-              }
-              if (!replay::parse_host_port(v.substr(0, eq), from, error) ||
-                  !replay::parse_target(v.substr(eq + 1), protocol, to, error)) {
-                error = "--map " + v + ": " + error;
-                return false;
-              }
-              o.map[from.str()] = to;
-              if (!protocol.empty()) o.protocols[to.str()] = protocol;
-              return true;
-            }),
       value({"-p"}, "PORTS", "Kafka ports of the capture (default: found from the traffic)",
             [&a](const std::string& v, std::string& error) { return parse_ports(v, a.session.ports, error); }),
       value({"--tls-keylog"}, "FILE",
@@ -407,28 +513,6 @@ Command replay_table(ReplayArgs& a) {
               "give a connection up after S seconds unreachable, and the whole target once it sent nothing for S "
               "seconds while requests timed out (default 10)",
               false, o.reconnect_s),
-      flag({"--tls"},
-           "connect to the target over TLS (1.2 or 1.3), verifying its certificate against the system's CAs and the "
-           "target's host name",
-           [&o] { o.tls.enabled = true; }),
-      value({"--tls-ca"}, "FILE", "trust the CA certificates in FILE (PEM) instead (implies --tls)",
-            tls_file(o.tls.ca_file), ValueKind::File),
-      value({"--tls-cert"}, "FILE", "client certificate chain, PEM, for brokers that require one",
-            tls_file(o.tls.cert_file), ValueKind::File),
-      value({"--tls-key"}, "FILE", "its private key, PEM (default: in --tls-cert's file)", tls_file(o.tls.key_file),
-            ValueKind::File),
-      value({"--tls-server-name"}, "NAME", "the name sent as SNI and verified (default: the target host)",
-            tls_file(o.tls.server_name)),
-      flag({"--tls-insecure"}, "TLS without verifying the target's certificate (warned about)",
-           [&o] { o.tls.enabled = o.tls.insecure = true; }),
-      value({"--sasl-plain"}, "USER:PASSWORD",
-            "sessions recorded with SASL PLAIN log in with these credentials (USER alone: the password from "
-            "$KWIRE_SASL_PASSWORD); the first mechanism given also logs kwire's own connections in",
-            sasl("--sasl-plain")),
-      value({"--sasl-scram-256"}, "USER:PASSWORD", "the same for SCRAM-SHA-256", sasl("--sasl-scram-256")),
-      value({"--sasl-scram-512"}, "USER:PASSWORD", "the same for SCRAM-SHA-512", sasl("--sasl-scram-512")),
-      value({"--sasl-oauthbearer"}, "TOKEN|@FILE", "the same for OAUTHBEARER, with this token",
-            sasl("--sasl-oauthbearer")),
       seconds({"--budget"}, "S",
               "end the whole run after S seconds and report what was done (default: 120 + 4 x the capture's "
               "duration; 0: no bound)",
@@ -438,16 +522,106 @@ Command replay_table(ReplayArgs& a) {
            "not one)",
            [&a] { a.quiet = true; }),
   };
+  std::vector<Option> conn = target_options("", o.targets, o.protocols, o.map, o.tls, o.sasl, a.have_target, nullptr);
+  c.options.insert(c.options.begin() + 1, conn.begin(), conn.end());
+  for (auto [who, t] : {std::pair{"candidate", &a.candidate}, std::pair{"secondary", &a.secondary}}) {
+    bool& have = who == std::string_view("candidate") ? a.have_candidate : a.have_secondary;
+    for (auto& opt : target_options(who, t->targets, t->protocols, t->map, t->tls, t->sasl, have, &t->tls_given))
+      c.options.push_back(std::move(opt));
+  }
+  c.options.push_back(percent({"--noise-relative"},
+                              "with --secondary: a field's candidate differences are a regression only when they exceed "
+                              "the secondary's by more than PCT% of their number (default 20)",
+                              a.noise.relative));
+  c.options.push_back(percent({"--noise-absolute"},
+                              "... and by more than PCT% of the exchanges of that api and version (default 0.03)",
+                              a.noise.absolute));
   for (auto& opt : spec_options(a.ps)) c.options.push_back(std::move(opt));
   c.options.push_back(help_flag());
-  c.exit = {{"0", "no regression (races between sessions are reported, not counted)"},
-            {"1", "regressions or unanswered requests"},
+  c.exit = {{"0", "no regression (races between sessions are reported, not counted); differential: the candidate "
+                  "adds no regression beyond noise"},
+            {"1", "regressions or unanswered requests; differential: a field path where the candidate differs "
+                  "from the baseline beyond noise"},
             {"2", "could not run (bad usage, unreadable capture, target unreachable, its TLS handshake or SASL login "
                   "refused), with the reason on stderr"}};
   c.exit_note =
       "SIGINT or SIGTERM (and a spent --budget) end the run early: the text, --report and --junit reports of what was "
       "done are still written, and the exit status is 1.";
   return c;
+}
+
+// "out.pcapng" -> "out.candidate.pcapng": each target's own traffic.
+std::string with_role(const std::string& path, const std::string& role) {
+  const size_t slash = path.rfind('/');
+  const size_t dot = path.rfind('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return path + "." + role;
+  return path.substr(0, dot) + "." + role + path.substr(dot);
+}
+
+std::string target_text(const std::vector<replay::HostPort>& targets, const std::map<std::string, std::string>& protocols,
+                        const std::map<std::string, replay::HostPort>& map) {
+  std::string out;
+  for (const auto& t : targets) {
+    auto p = protocols.find(t.str());
+    out += (out.empty() ? "" : ",") + (p == protocols.end() ? "" : p->second + "://") + t.str();
+  }
+  for (const auto& [from, to] : map) out += ", " + from + "=" + to.str();
+  return out;
+}
+
+// kwire replay --candidate: the baseline (--target), the candidate and the
+// secondary, each replayed by its own engine in step; the verdict is the
+// candidate against the baseline beyond the noise the secondary shows.
+int differential(ReplayArgs& a, const replay::Recording& rec, const replay::ReportContext& single) {
+  std::vector<replay::DiffTarget> targets;
+  auto add = [&](const std::string& role, const TargetConn* conn) {
+    replay::DiffTarget t;
+    t.role = role;
+    t.options = a.o;
+    if (conn) {
+      t.options.targets = conn->targets;
+      t.options.target = conn->targets.front();
+      t.options.protocols = conn->protocols;
+      t.options.map = conn->map;
+      if (conn->tls_given) t.options.tls = conn->tls;
+      if (!conn->sasl.empty()) t.options.sasl = conn->sasl;
+      if (!a.o.record_out.empty()) t.options.record_out = with_role(a.o.record_out, role);
+      t.options.progress = false;   // one progress line: the baseline's
+    }
+    t.target = target_text(t.options.targets, t.options.protocols, t.options.map);
+    targets.push_back(std::move(t));
+  };
+  add("baseline", nullptr);
+  add("candidate", &a.candidate);
+  if (a.have_secondary) add("secondary", &a.secondary);
+  const bool all = replay::run_differential(a.ps, rec, targets);
+  replay::DifferentialResult d = replay::analyse(targets, a.noise);
+  replay::DiffReportContext ctx;
+  ctx.capture = single.capture;
+  ctx.timing = single.timing;
+  replay::write_differential_text(std::cout, targets, d, ctx);
+  auto write = [&](const std::string& path, auto fn) -> bool {
+    std::ofstream f(path);
+    if (!f) { std::cerr << "kwire replay: cannot write " << path << "\n"; return false; }
+    fn(f, targets, d, ctx);
+    f.close();
+    if (!f) { std::cerr << "kwire replay: cannot write " << path << "\n"; return false; }
+    return true;
+  };
+  if (!a.report_json.empty() && !write(a.report_json, replay::write_differential_json)) return 2;
+  if (!a.junit.empty() && !write(a.junit, replay::write_differential_junit)) return 2;
+  if (!all) {
+    for (const auto& t : targets)
+      if (!t.ran) std::cerr << "kwire replay: the " << t.role << " (" << t.target << "): " << t.error << "\n";
+    return 2;
+  }
+  for (const auto& t : targets)
+    if (!t.result.stopped.empty()) {
+      std::cerr << "kwire replay: the " << t.role << "'s replay stopped early (" << t.result.stopped
+                << "); the reports hold what was done\n";
+      return 1;
+    }
+  return d.regressions() ? 1 : 0;
 }
 
 }  // namespace
@@ -471,6 +645,12 @@ int replay_command(std::vector<std::string> args) {
   double budget = a.budget;
   if (file.empty()) return fail("-r CAPTURE is required ('kwire replay --help' lists the options)");
   if (!a.have_target) return fail("--target HOST:PORT is required (kwire connects to no address it is not given)");
+  o.target = o.targets.front();
+  if (a.have_secondary && !a.have_candidate) return fail("--secondary needs --candidate (it measures the noise of a differential replay)");
+  for (const auto* t : {&a.candidate, &a.secondary})
+    if (t->tls.insecure)
+      std::cerr << "kwire replay: WARNING: --tls-insecure: a target's certificate is not checked; anyone between kwire "
+                   "and it can read and answer this replay\n";
   if (o.tls.insecure)
     std::cerr << "kwire replay: WARNING: --tls-insecure: the target's certificate is not checked; anyone between kwire "
                  "and the target can read and answer this replay\n";
@@ -539,6 +719,12 @@ int replay_command(std::vector<std::string> args) {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   o.stop = &g_stop;
+  if (a.have_candidate) {
+    const int rc = differential(a, rec, ctx);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    return rc;
+  }
   bool ran = replay::run_replay(ps, rec, o, result, error);
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);

@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -266,7 +267,7 @@ class TrafficWriter {
 };
 
 // ReplayOptions::stop of the running replay: the waits of Control end on it too.
-const volatile std::sig_atomic_t* control_stop = nullptr;
+thread_local const volatile std::sig_atomic_t* control_stop = nullptr;
 
 // One request/response at a time with a deadline: the replay's own requests
 // to the target (ApiVersions, the SASL login, Metadata, CreateTopics), over
@@ -748,7 +749,9 @@ bool Engine::wanted(const LiveConn& c, const Exchange& e) const {
 void Engine::resolve(uint64_t seq) {
   if (seq == kNoResponse || seq >= resolved_.size() || resolved_[seq]) return;
   resolved_[seq] = true;
+  const uint64_t before = prefix_;
   while (prefix_ < resolved_.size() && resolved_[prefix_]) ++prefix_;
+  if (o_.lockstep && prefix_ != before) o_.lockstep->publish(o_.lane, prefix_);
 }
 
 void Engine::finish(LiveConn& link, uint32_t idx, Outcome o, std::string note) {
@@ -867,6 +870,8 @@ bool Engine::control_setup(const HostPort& hp, const Address& a, bool primary, L
           const Node* hi = find_field(f, ps_, el, "MaxVersion");
           if (k && lo && hi) target_.versions[static_cast<int16_t>(k->v.i)] = {static_cast<int16_t>(lo->v.i), static_cast<int16_t>(hi->v.i)};
         }
+        out_.target_versions.clear();
+        out_.target_versions.insert(target_.versions.begin(), target_.versions.end());
         break;
       }
   }
@@ -1693,6 +1698,7 @@ void Engine::pump(LiveConn& c, int64_t now, int64_t& wake) {
     }
     if (c.st != LiveConn::St::Up) return;
     if (e.after > prefix_) return;  // an earlier response of the capture is still awaited
+    if (o_.lockstep && !o_.lockstep->reached(e.after)) return;  // another target is not that far yet
     if (in_flight(c) + 1 > std::max<uint32_t>(e.depth, 1)) return;
     if (o_.timing == ReplayOptions::Timing::Recorded) {
       int64_t due = start_us_ + static_cast<int64_t>((e.request_us - t0_recorded_us_) / o_.speed);
@@ -2522,7 +2528,7 @@ bool Engine::run(std::string& error) {
   start_us_ = now_us();
   last_answer_us_ = start_us_;
   rusage ru0{};
-  getrusage(RUSAGE_SELF, &ru0);
+  getrusage(RUSAGE_THREAD, &ru0);
   std::vector<pollfd> fds;
   std::vector<size_t> owner;
   while (true) {
@@ -2576,6 +2582,10 @@ bool Engine::run(std::string& error) {
       fds.push_back({c.link.fd(), ev, 0});
       owner.push_back(i);
     }
+    if (o_.lockstep) {
+      fds.push_back({o_.lockstep->fd(o_.lane), POLLIN, 0});
+      owner.push_back(SIZE_MAX);
+    }
     // ppoll: microsecond wake-ups, so recorded gaps are kept to well under a
     // millisecond; the last stretch before a due request is polled without
     // sleeping, since a sleeping process wakes up late on a busy machine.
@@ -2586,6 +2596,10 @@ bool Engine::run(std::string& error) {
     if (ppoll(fds.data(), fds.size(), &ts, nullptr) < 0 && errno != EINTR) { error = std::string("poll: ") + strerror(errno); return false; }
     now = now_us();
     for (size_t k = 0; k < fds.size(); ++k) {
+      if (owner[k] == SIZE_MAX) {
+        if (fds[k].revents) o_.lockstep->drain(o_.lane);
+        continue;
+      }
       LiveConn& c = conns_[owner[k]];
       if (c.link.fd() != fds[k].fd || !fds[k].revents) continue;
       if (c.st == LiveConn::St::Connecting) {
@@ -2613,7 +2627,7 @@ bool Engine::run(std::string& error) {
   }
   progress(now_us(), true);
   rusage ru1{};
-  getrusage(RUSAGE_SELF, &ru1);
+  getrusage(RUSAGE_THREAD, &ru1);
   auto secs = [](const timeval& t) { return t.tv_sec + t.tv_usec / 1e6; };
   out_.cpu_s = secs(ru1.ru_utime) - secs(ru0.ru_utime) + secs(ru1.ru_stime) - secs(ru0.ru_stime);
   out_.wall_s = (now_us() - start_us_) / 1e6;
@@ -2696,7 +2710,43 @@ bool run_replay(const ProgramSet& ps, const Recording& rec, const ReplayOptions&
   Engine e(ps, rec, opts, out);
   const bool ok = e.run(error);
   control_stop = nullptr;
+  // Ended (or never started): the other targets of a differential replay go on alone.
+  if (opts.lockstep) opts.lockstep->leave(opts.lane);
   return ok;
+}
+
+Lockstep::Lockstep(size_t lanes) : prefix_(new std::atomic<uint64_t>[lanes]) {
+  for (size_t i = 0; i < lanes; ++i) {
+    prefix_[i].store(0);
+    fds_.push_back(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  }
+}
+
+Lockstep::~Lockstep() {
+  for (int fd : fds_)
+    if (fd >= 0) close(fd);
+}
+
+void Lockstep::publish(size_t lane, uint64_t prefix) {
+  prefix_[lane].store(prefix, std::memory_order_release);
+  const uint64_t one = 1;
+  for (size_t i = 0; i < fds_.size(); ++i)
+    if (i != lane && fds_[i] >= 0 && write(fds_[i], &one, sizeof one) < 0) {
+      // The counter is full (cannot happen before 2^64 - 1 wake-ups): the lane is awake anyway.
+    }
+}
+
+bool Lockstep::reached(uint64_t k) const {
+  for (size_t i = 0; i < fds_.size(); ++i)
+    if (prefix_[i].load(std::memory_order_acquire) < k) return false;
+  return true;
+}
+
+void Lockstep::drain(size_t lane) const {
+  uint64_t n = 0;
+  if (fds_[lane] >= 0 && read(fds_[lane], &n, sizeof n) < 0) {
+    // EAGAIN: nothing to drain.
+  }
 }
 
 bool RetryBudget::grant(int64_t cost_us, bool charged) {

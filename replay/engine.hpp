@@ -10,10 +10,12 @@
 // been learned before it is needed.
 #pragma once
 
+#include <atomic>
 #include <csignal>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -73,6 +75,34 @@ std::string security_protocol(bool tls, bool sasl);
 // given) and the address. False with `error` for an unknown protocol.
 bool parse_target(const std::string& s, std::string& protocol, HostPort& out, std::string& error);
 
+// Keeps several replays of one capture in step (a differential replay: one
+// engine per target, each on its own thread): a request that the capture
+// shows sent after k responses (Exchange::after) goes to a target only once
+// every target has had those k responses resolved. The slowest target sets
+// the pace, the targets see the same causal order at the same stage, and no
+// engine runs ahead of another by more than one step.
+class Lockstep {
+ public:
+  explicit Lockstep(size_t lanes);
+  ~Lockstep();
+  Lockstep(const Lockstep&) = delete;
+  Lockstep& operator=(const Lockstep&) = delete;
+  size_t lanes() const { return fds_.size(); }
+  // Lane `lane` has resolved its first `prefix` responses; the others wake.
+  void publish(size_t lane, uint64_t prefix);
+  // The lane takes no more part (it ended, or could not start): never waited for.
+  void leave(size_t lane) { publish(lane, UINT64_MAX); }
+  // Whether every lane has resolved its first k responses.
+  bool reached(uint64_t k) const;
+  // Readable once another lane has moved on; drain() before polling again.
+  int fd(size_t lane) const { return fds_[lane]; }
+  void drain(size_t lane) const;
+
+ private:
+  std::unique_ptr<std::atomic<uint64_t>[]> prefix_;
+  std::vector<int> fds_;   // an eventfd per lane
+};
+
 struct ReplayOptions {
   HostPort target;                             // --target: its first address (every recorded broker by default)
   // --target: every address given (the first is `target`): bootstrap brokers
@@ -109,6 +139,8 @@ struct ReplayOptions {
   double budget_s = 0;                         // --budget: the whole run ends after this long (0: no bound)
   RetryBudget retry_budget;                    // --retry-budget: each session's (limits only)
   const volatile std::sig_atomic_t* stop = nullptr;  // set from a signal handler: the run ends at once
+  Lockstep* lockstep = nullptr;                // with other replays of the capture (differential): this one's lane
+  size_t lane = 0;
   // --script hooks (see replay/script.hpp). on_request may edit the frame or
   // set skip; on_response may add expectations (path, value).
   std::function<bool(Frame& request, uint64_t frame, const std::string& conn, bool& skip, std::string& error)> on_request;
@@ -193,7 +225,10 @@ struct ReplayResult {
   // Reads sent again after an admin write of the replay until they converged (or not).
   uint32_t reads_converged = 0, reads_not_converged = 0;
   double wall_s = 0;
-  double cpu_s = 0;
+  double cpu_s = 0;                    // of the thread that ran the replay
+  // The target's ApiVersions ranges (api key -> min, max), from kwire's own
+  // ApiVersions at the start.
+  std::map<int16_t, std::pair<int16_t, int16_t>> target_versions;
   bool target_lost = false;
   std::string stopped;                 // why the run ended before the capture did (a signal, the budget)
 };

@@ -19,13 +19,18 @@ bool sent(const ExchangeResult& e) {
          !(e.outcome == Outcome::Unanswered && e.note.starts_with("not sent"));
 }
 
-std::string quote(std::string_view s) {
+std::string quote(std::string_view s) { return json_text(s); }
+std::string xml(std::string_view s) { return xml_text(s); }
+
+}  // namespace
+
+std::string json_text(std::string_view s) {
   TextBuffer t;
   json_string(t, s);
   return t.str();
 }
 
-std::string xml(std::string_view s) {
+std::string xml_text(std::string_view s) {
   std::string o;
   for (char c : s) {
     switch (c) {
@@ -40,6 +45,8 @@ std::string xml(std::string_view s) {
   }
   return o;
 }
+
+namespace {
 
 std::map<std::string, size_t> by_field(const ReplayResult& r) {
   std::map<std::string, size_t> paths;

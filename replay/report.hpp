@@ -5,6 +5,7 @@
 
 #include <ostream>
 #include <string>
+#include <string_view>
 
 #include "replay/engine.hpp"
 
@@ -22,6 +23,9 @@ struct Totals {
            skipped = 0, not_compared = 0, races = 0;
 };
 Totals totals(const ReplayResult& r);
+// A JSON string literal of s; s escaped for XML text and attributes.
+std::string json_text(std::string_view s);
+std::string xml_text(std::string_view s);
 
 void write_text_report(std::ostream& out, const ReplayResult& r, const ReportContext& ctx);
 void write_json_report(std::ostream& out, const ReplayResult& r, const ReportContext& ctx);

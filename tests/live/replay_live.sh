@@ -113,6 +113,7 @@ done
 WORK=$(mktemp -d /tmp/kwire-replay-live.XXXXXX)
 BROKER_SH=
 BROKER_SH2=
+MORE_BROKERS=()
 CLUSTER_SH=
 BG=
 RELAYS=()
@@ -126,6 +127,7 @@ cleanup() {
     for relay in "${RELAYS[@]}"; do stop_pid "$relay" TERM 5; done
     if [[ -n $BROKER_SH ]]; then stop_pid "$BROKER_SH" TERM 40; fi
     if [[ -n $BROKER_SH2 ]]; then stop_pid "$BROKER_SH2" TERM 40; fi
+    for relay in "${MORE_BROKERS[@]}"; do stop_pid "$relay" TERM 40; done
     if [[ -n $CLUSTER_SH ]]; then
         # Its data goes with it: the nodes are killed, not shut down in turn (the last
         # one's controlled shutdown has no broker left to hand its leaders to).
@@ -240,34 +242,92 @@ start_broker() {
 
 # start_two_brokers [server.properties lines...]: two fresh brokers configured alike,
 # started together (start-up dominates a short replay); sets PORT and PORT2.
-start_two_brokers() {
-    local props n
+start_two_brokers() { start_brokers 2 "$@"; }
+
+# start_brokers N [server.properties lines...]: N fresh brokers configured alike, started
+# together; sets PORT, PORT2, ... PORTN. Broker n also gets the server.properties lines
+# in the array PROPS_n, the plugin control lines in CONTROL_n (after CONTROL's) and runs
+# the Kafka release VERSION_n (testbed/run-broker's KWIRE_KAFKA_VERSION), where set.
+start_brokers() {
+    local count=$1 props n extra control version pids=() t0=$SECONDS
+    shift
     props="$(printf '%s\n' "$@")"
     if [[ -n ${WITH_CLUSTER:-} ]]; then launch_cluster "$@"; fi
-    for n in 1 2; do
-        [[ -n ${CONTROL:-} ]] && printf '%s\n' "${CONTROL[@]}" >"$WORK/control$n.properties"
-        KWIRE_BROKER_INFO=$WORK/broker$n.env KWIRE_BROKER_LOG=$WORK/broker${n/1/}.log KWIRE_BROKER_PROPS="$props" \
-            KWIRE_PLUGIN_CONTROL=${CONTROL:+$WORK/control$n.properties} \
+    for (( n = 1; n <= count; n++ )); do
+        extra="PROPS_$n[@]" control="CONTROL_$n[@]" version="VERSION_$n"
+        if [[ -n ${CONTROL:-} || -n ${!control:-} ]]; then
+            printf '%s\n' ${CONTROL[@]+"${CONTROL[@]}"} ${!control+"${!control}"} >"$WORK/control$n.properties"
+        fi
+        KWIRE_BROKER_INFO=$WORK/broker$n.env KWIRE_BROKER_LOG=$WORK/broker${n/#1/}.log \
+            KWIRE_BROKER_PROPS="$props${!extra:+$'\n'$(printf '%s\n' "${!extra}")}" \
+            KWIRE_PLUGIN_CONTROL=$([[ -f $WORK/control$n.properties ]] && echo "$WORK/control$n.properties") \
+            KWIRE_KAFKA_VERSION=${!version:-${KWIRE_KAFKA_VERSION:-4.4.0}} \
             "$REPO/testbed/run-broker" >"$WORK/run-broker$n.out" 2>&1 &
-        if (( n == 1 )); then BROKER_SH=$!; else BROKER_SH2=$!; fi
+        pids+=($!)
     done
+    BROKER_SH=${pids[0]} BROKER_SH2=${pids[1]:-}
+    MORE_BROKERS=("${pids[@]:2}")
     # BROKER_START_SECONDS (testbed/lib.sh): a failure bound, not a speed check.
-    local t0=$SECONDS
-    until [[ -f $WORK/broker1.env && -f $WORK/broker2.env ]]; do
-        kill -0 "$BROKER_SH" 2>/dev/null || { cat "$WORK/run-broker1.out" >&2; fail "the first broker did not start"; }
-        kill -0 "$BROKER_SH2" 2>/dev/null || { cat "$WORK/run-broker2.out" >&2; fail "the second broker did not start"; }
-        (( SECONDS - t0 < BROKER_START_SECONDS )) || { cat "$WORK/run-broker1.out" "$WORK/run-broker2.out" >&2
-            fail "run-broker wrote no broker1.env and broker2.env (both brokers listening) within $BROKER_START_SECONDS s"; }
-        sleep 0.5
+    for (( n = 1; n <= count; n++ )); do
+        until [[ -f $WORK/broker$n.env ]]; do
+            kill -0 "${pids[n-1]}" 2>/dev/null || { cat "$WORK/run-broker$n.out" >&2; fail "broker $n did not start"; }
+            (( SECONDS - t0 < BROKER_START_SECONDS )) || { cat "$WORK/run-broker$n.out" >&2
+                fail "run-broker wrote no broker$n.env (broker $n listening) within $BROKER_START_SECONDS s"; }
+            sleep 0.5
+        done
     done
-    source "$WORK/broker2.env"
-    PORT2=$BROKER_PORT
-    # With KWIRE_BROKER_SSL=1 each broker has its own listeners and CA.
-    SSL_PORT2=${SSL_PORT:-} SASL_SSL_PORT2=${SASL_SSL_PORT:-} TLS_CA_PEM2=${TLS_CA_PEM:-}
-    source "$WORK/broker1.env"
-    PORT=$BROKER_PORT
-    note "brokers on 127.0.0.1:$PORT and 127.0.0.1:$PORT2 (ready $SECONDS s into the test)"
+    for (( n = count; n >= 1; n-- )); do
+        source "$WORK/broker$n.env"
+        if (( n == 1 )); then PORT=$BROKER_PORT; else printf -v "PORT$n" %s "$BROKER_PORT"; fi
+        # With KWIRE_BROKER_SSL=1 each broker has its own listeners and CA.
+        if (( n == 2 )); then SSL_PORT2=${SSL_PORT:-} SASL_SSL_PORT2=${SASL_SSL_PORT:-} TLS_CA_PEM2=${TLS_CA_PEM:-}; fi
+    done
+    note "$count brokers on 127.0.0.1, ports $PORT${PORT2:+ $PORT2}${PORT3:+ $PORT3}${PORT4:+ $PORT4}${PORT5:+ $PORT5} (ready $SECONDS s into the test)"
     if [[ -n ${WITH_CLUSTER:-} ]]; then wait_cluster; fi
+}
+
+# diff_replay LABEL CAPTURE BASELINE_PORT CANDIDATE_PORT [SECONDARY_PORT] [ARGS...]: a
+# differential kwire replay of CAPTURE in fast timing; output, reports and exit status in
+# $WORK/LABEL.*. (SECONDARY_PORT "-": none.)
+diff_replay() {
+    local label=$1 cap=$2 b=$3 c=$4 s=$5 rc=0 secondary=()
+    shift 5
+    [[ $s == - ]] || secondary=(--secondary "127.0.0.1:$s")
+    timeout --signal=TERM 300 "$KWIRE" replay -r "$cap" -q --timing fast --target "127.0.0.1:$b" \
+        --candidate "127.0.0.1:$c" "${secondary[@]}" --report "$WORK/$label.json" --junit "$WORK/$label.xml" "$@" >"$WORK/$label.out" 2>&1 || rc=$?
+    echo "$rc" >"$WORK/$label.rc"
+}
+# expect_diff_clean LABEL: the differential replay exited 0 with no candidate regression,
+# the noise table (baseline against secondary) is not empty, each target's own replay was
+# clean against the capture (no regression, nothing unanswered: fast timing, as a single
+# replay), and the JUnit report has test cases and no failure.
+expect_diff_clean() {
+    echo "--- $1 (differential)"; cat "$WORK/$1.out"
+    python3 - "$WORK" "$CASE" "$1" <<'PY' || fail "differential replay, see above"
+import json, sys, xml.etree.ElementTree as ET
+work, case, label = sys.argv[1:4]
+rc = int(open(f"{work}/{label}.rc").read())
+r = json.load(open(f"{work}/{label}.json"))
+noise = [p for p in r["paths"] if p["noise"] > 0]
+suite = ET.parse(f"{work}/{label}.xml").getroot().find("testsuite")
+bad = [what for ok, what in [
+    (rc == 0, f"exit status {rc}, expected 0"),
+    (r["summary"]["regressions"] == 0, f"{r['summary']['regressions']} candidate regressions: "
+        + str([p for p in r["paths"] if p["verdict"] == "regression"][:3])),
+    (r["summary"]["compared"] > 30, f"too few exchanges compared ({r['summary']['compared']})"),
+    (len(noise) > 0, "the noise table is empty"),
+    (int(suite.get("tests")) > 0 and int(suite.get("failures")) == 0, f"JUnit report {suite.attrib}")]
+    if not ok]
+for t in r["targets"]:
+    d = t["drift"]
+    if not t["ran"] or d["regressions"] or d["unanswered"]:
+        bad.append(f"the {t['role']}'s own replay: {d} {t.get('error', '')}")
+print(f"replay_live {case}: {label}: exit {rc}, {r['summary']['compared']} exchanges compared, "
+      f"{r['summary']['regressions']} candidate regressions, {len(noise)} noisy paths, e.g. "
+      + "; ".join(f"{p['api']} v{p['version']} {p['path']} x{p['noise']}" for p in noise[:4]))
+for b in bad: print(f"replay_live {case}: FAIL ({label}): {b}", file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
 }
 
 # replay ARGS...: runs kwire replay with a report; sets RC.
@@ -891,8 +951,10 @@ partitions)
 clean-*)
     # Every bundled capture, against brokers configured as the one it was recorded
     # against (captures/MANIFEST.md, testbed/scenario): exit 0, 0 regressions, 0
-    # unanswered, in recorded timing (first broker) and fast timing (second broker),
-    # both replays running at once.
+    # unanswered, in recorded timing (broker 1) and in fast timing as a differential
+    # replay (brokers 2, 3, 4: baseline, candidate and secondary, all alike: no candidate
+    # regression, some noise, each target clean against the capture), and into a
+    # three-node cluster; all at once.
     cap=${CASE#clean-}
     [[ -f $REPO/captures/$cap.pcapng ]] || fail "no capture captures/$cap.pcapng"
     props=()
@@ -906,31 +968,115 @@ clean-*)
         export KWIRE_BROKER_FEATURES="transaction.version=1"
         props=("group.consumer.min.heartbeat.interval.ms=1000" "group.consumer.heartbeat.interval.ms=2000") ;;
     esac
-    WITH_CLUSTER=1 start_two_brokers "${props[@]}"
+    WITH_CLUSTER=1 start_brokers 4 "${props[@]}"
     t0=$SECONDS
     cluster_replay cluster "$REPO/captures/$cap.pcapng" --setup --target "$CL_ADDR:$CL_PORT" &
     cluster_pid=$!
+    diff_replay diff "$REPO/captures/$cap.pcapng" "$PORT2" "$PORT3" "$PORT4" --setup &
+    diff_pid=$!
     set +e
     timeout --signal=TERM 300 "$KWIRE" replay --target "127.0.0.1:$PORT" -r "$REPO/captures/$cap.pcapng" --setup -q \
-        --report "$WORK/recorded.json" --junit "$WORK/recorded.xml" >"$WORK/recorded.out" 2>&1 &
-    rec_pid=$!
-    timeout --signal=TERM 300 "$KWIRE" replay --target "127.0.0.1:$PORT2" -r "$REPO/captures/$cap.pcapng" --setup -q \
-        --timing fast --report "$WORK/fast.json" --junit "$WORK/fast.xml" >"$WORK/fast.out" 2>&1
-    fast_rc=$?
-    wait "$rec_pid"
-    rec_rc=$?
+        --report "$WORK/recorded.json" --junit "$WORK/recorded.xml" >"$WORK/recorded.out" 2>&1
+    RC=$?
+    wait "$diff_pid"
     wait "$cluster_pid"
     set -e
-    note "both timings and the cluster done in $((SECONDS - t0)) s"
-    for timing in recorded fast; do echo "--- $timing timing"; cat "$WORK/$timing.out"; done
-    for timing in recorded fast; do
-        cp "$WORK/$timing.out" "$WORK/replay.out"
-        if [[ $timing == recorded ]]; then RC=$rec_rc; else RC=$fast_rc; fi
-        (( RC != 124 )) || fail "$timing timing: kwire replay did not finish within 300 s"
-        note "$timing timing: exit $RC"
-        REPORT=$WORK/$timing.json JUNIT=$WORK/$timing.xml expect_clean
-    done
+    note "recorded timing, the differential replay and the cluster done in $((SECONDS - t0)) s"
+    echo "--- recorded timing"; cat "$WORK/recorded.out"
+    cp "$WORK/recorded.out" "$WORK/replay.out"
+    (( RC != 124 )) || fail "recorded timing: kwire replay did not finish within 300 s"
+    note "recorded timing: exit $RC"
+    REPORT=$WORK/recorded.json JUNIT=$WORK/recorded.xml expect_clean
+    expect_diff_clean diff
     expect_cluster_clean cluster
+    note "ok"
+    ;;
+diff-candidates)
+    # Differential replays of captures/demo.pcapng (fast timing) with a candidate that
+    # really differs, both at once: (a) the candidate's group.streams.heartbeat.interval.ms
+    # is 3000 where the baseline's and the secondary's are 2000: exit 1, and each session
+    # that diverges does so first at StreamsGroupHeartbeat's heartbeatIntervalMs (2000
+    # against 3000), a regression beyond the (empty) noise at that path; (b) the
+    # candidate's topology description plugin fails every setTopology permanently: exit
+    # 1, and StreamsGroupTopologyDescriptionUpdate's error code is named (NONE on the
+    # baseline, STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED on the candidate).
+    PROPS_3=("group.streams.heartbeat.interval.ms=3000")
+    CONTROL_5=("setTopology=permanent")
+    start_brokers 5
+    cap=$REPO/captures/demo.pcapng
+    diff_replay interval "$cap" "$PORT" "$PORT3" "$PORT2" --setup &
+    pid=$!
+    diff_replay plugin "$cap" "$PORT4" "$PORT5" - --setup
+    wait "$pid"
+    for label in interval plugin; do echo "--- $label"; cat "$WORK/$label.out"; done
+    python3 - "$WORK" <<'PY' || fail "see above"
+import json, re, sys
+work = sys.argv[1]
+def load(label):
+    return int(open(f"{work}/{label}.rc").read()), json.load(open(f"{work}/{label}.json"))
+norm = lambda p: re.sub(r"\[\d+\]", "", p)
+rc, r = load("interval")
+firsts = [s["firstDivergence"] for s in r["sessions"]]
+print("interval: exit", rc, "first divergences:", [(f["frame"], f["api"], f["path"], f["baseline"], f["candidate"]) for f in firsts])
+assert rc == 1, f"exit status {rc}, expected 1"
+assert firsts, "no session diverges"
+for f in firsts:
+    assert (f["api"], norm(f["path"]), f["baseline"], f["candidate"]) == \
+        ("StreamsGroupHeartbeat", "body.heartbeatIntervalMs", "2000", "3000"), f"first divergence {f}"
+rows = [p for p in r["paths"] if p["verdict"] == "regression"]
+assert any(p["path"] == "body.heartbeatIntervalMs" and p["noise"] == 0 for p in rows), rows
+rc, r = load("plugin")
+hit = [s["firstDivergence"] for s in r["sessions"] if s["firstDivergence"]["api"] == "StreamsGroupTopologyDescriptionUpdate"]
+print("plugin: exit", rc, "first divergences:", [(s["firstDivergence"]["api"], s["firstDivergence"]["path"]) for s in r["sessions"]])
+assert rc == 1, f"exit status {rc}, expected 1"
+assert any(norm(f["path"]) == "body.errorCode" and f["baseline"] == "0 NONE"
+           and f["candidate"] == "135 STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED" for f in hit), hit
+PY
+    grep -q "^        body.errorCode: baseline 0 NONE, candidate 135 STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED" "$WORK/plugin.out" \
+        || fail "the text report does not name the plugin's error"
+    note "ok"
+    ;;
+diff-upgrade)
+    # Baseline Kafka 4.3.1 (and a 4.3.1 secondary), candidate 4.4.0, replaying
+    # captures/old-client.pcapng (Kafka Streams and clients 4.3.1 against a 4.4.0
+    # broker, and the scenario's own 4.4.0 admin tools): what 4.4.0 answers otherwise
+    # than 4.3.1 is named, and nothing else (the README's "Test an upgrade"):
+    # - ApiVersions v4: the api ranges (two new apis, higher maxVersions) and the
+    #   feature levels (finalized and supported);
+    # - ApiVersions v5 and StreamsGroupDescribe v1: versions 4.3.1 does not support;
+    # - CreateTopics v7: a topic config 4.4.0 has and 4.3.1 lacks, in the created
+    #   topic's configs;
+    # - StreamsGroupHeartbeat v0: taskOffsetIntervalMs, 0 from 4.3.1, 60000 from 4.4.0.
+    VERSION_1=4.3.1 VERSION_3=4.3.1
+    start_brokers 3
+    diff_replay upgrade "$REPO/captures/old-client.pcapng" "$PORT" "$PORT2" "$PORT3" --setup
+    echo "--- upgrade"; cat "$WORK/upgrade.out"
+    python3 - "$WORK" <<'PY' || fail "see above"
+import json, sys
+work = sys.argv[1]
+rc = int(open(f"{work}/upgrade.rc").read())
+r = json.load(open(f"{work}/upgrade.json"))
+got = sorted((p["api"], p["version"], p["path"]) for p in r["paths"] if p["verdict"] == "regression")
+print("upgrade: exit", rc, "regressed paths:", got)
+expected = sorted([("ApiVersions", 4, "body.apiKeys"), ("ApiVersions", 4, "body.apiKeys.maxVersion"),
+                   ("ApiVersions", 4, "body.finalizedFeatures.maxVersionLevel"),
+                   ("ApiVersions", 4, "body.finalizedFeatures.minVersionLevel"),
+                   ("ApiVersions", 4, "body.supportedFeatures.maxVersion"), ("ApiVersions", 5, "(version)"),
+                   ("CreateTopics", 7, "body.topics.configs"), ("StreamsGroupDescribe", 1, "(version)"),
+                   ("StreamsGroupHeartbeat", 0, "body.taskOffsetIntervalMs")])
+rows = {(p["api"], p["version"], p["path"]): p for p in r["paths"]}
+def example(key):
+    p = rows.get(key, {}).get("example", {})
+    return p.get("baseline"), p.get("candidate"), p.get("asTheCapture")
+checks = [(example(("StreamsGroupHeartbeat", 0, "body.taskOffsetIntervalMs")), ("0", "60000", "candidate")),
+          (example(("StreamsGroupDescribe", 1, "(version)")), ('"v0-v0"', '"v0-v1"', "candidate")),
+          (example(("ApiVersions", 5, "(version)")), ('"v0-v4"', '"v0-v5"', "candidate"))]
+for got_value, want in checks:
+    assert got_value == want, f"example {got_value}, expected {want}"
+assert '"name":"max.decompressed.message.bytes"' in example(("CreateTopics", 7, "body.topics.configs"))[1]
+assert got == expected, f"regressed paths {got}, expected {expected}"
+assert rc == (1 if expected else 0), f"exit status {rc}"
+PY
     note "ok"
     ;;
 unreachable)
