@@ -280,21 +280,26 @@ start_brokers() {
         source "$WORK/broker$n.env"
         if (( n == 1 )); then PORT=$BROKER_PORT; else printf -v "PORT$n" %s "$BROKER_PORT"; fi
         # With KWIRE_BROKER_SSL=1 each broker has its own listeners and CA.
-        if (( n == 2 )); then SSL_PORT2=${SSL_PORT:-} SASL_SSL_PORT2=${SASL_SSL_PORT:-} TLS_CA_PEM2=${TLS_CA_PEM:-}; fi
+        if (( n > 1 )); then
+            printf -v "SSL_PORT$n" %s "${SSL_PORT:-}"
+            printf -v "SASL_SSL_PORT$n" %s "${SASL_SSL_PORT:-}"
+            printf -v "TLS_CA_PEM$n" %s "${TLS_CA_PEM:-}"
+        fi
     done
     note "$count brokers on 127.0.0.1, ports $PORT${PORT2:+ $PORT2}${PORT3:+ $PORT3}${PORT4:+ $PORT4}${PORT5:+ $PORT5} (ready $SECONDS s into the test)"
     if [[ -n ${WITH_CLUSTER:-} ]]; then wait_cluster; fi
 }
 
-# diff_replay LABEL CAPTURE BASELINE_PORT CANDIDATE_PORT [SECONDARY_PORT] [ARGS...]: a
+# diff_replay LABEL CAPTURE BASELINE_PORT CANDIDATE SECONDARY_PORT [ARGS...]: a
 # differential kwire replay of CAPTURE in fast timing; output, reports and exit status in
-# $WORK/LABEL.*. (SECONDARY_PORT "-": none.)
+# $WORK/LABEL.*. CANDIDATE: a port on 127.0.0.1, or an address as --candidate takes it;
+# SECONDARY_PORT "-": none.
 diff_replay() {
     local label=$1 cap=$2 b=$3 c=$4 s=$5 rc=0 secondary=()
     shift 5
     [[ $s == - ]] || secondary=(--secondary "127.0.0.1:$s")
     timeout --signal=TERM 300 "$KWIRE" replay -r "$cap" -q --timing fast --target "127.0.0.1:$b" \
-        --candidate "127.0.0.1:$c" "${secondary[@]}" --report "$WORK/$label.json" --junit "$WORK/$label.xml" "$@" >"$WORK/$label.out" 2>&1 || rc=$?
+        --candidate "$([[ $c == *:* ]] && echo "$c" || echo "127.0.0.1:$c")" "${secondary[@]}" --report "$WORK/$label.json" --junit "$WORK/$label.xml" "$@" >"$WORK/$label.out" 2>&1 || rc=$?
     echo "$rc" >"$WORK/$label.rc"
 }
 # expect_diff_clean LABEL: the differential replay exited 0 with no candidate regression,
@@ -999,14 +1004,22 @@ diff-candidates)
     # against 3000), a regression beyond the (empty) noise at that path; (b) the
     # candidate's topology description plugin fails every setTopology permanently: exit
     # 1, and StreamsGroupTopologyDescriptionUpdate's error code is named (NONE on the
-    # baseline, STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED on the candidate).
+    # baseline, STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED on the candidate). (b)'s
+    # candidate is reached over TLS with its own CA (--candidate SSL://...,
+    # --candidate-tls-ca), the baseline in plaintext. (a) runs a --script that skips
+    # DescribeCluster: no target is sent one, so no DescribeCluster row is compared.
     PROPS_3=("group.streams.heartbeat.interval.ms=3000")
     CONTROL_5=("setTopology=permanent")
-    start_brokers 5
+    KWIRE_BROKER_SSL=1 start_brokers 5
     cap=$REPO/captures/demo.pcapng
-    diff_replay interval "$cap" "$PORT" "$PORT3" "$PORT2" --setup &
+    cat > "$WORK/skip.lua" <<'LUA'
+function on_request(msg)
+  if msg.apiName == "DescribeCluster" then return false end
+end
+LUA
+    diff_replay interval "$cap" "$PORT" "$PORT3" "$PORT2" --setup --script "$WORK/skip.lua" &
     pid=$!
-    diff_replay plugin "$cap" "$PORT4" "$PORT5" - --setup
+    diff_replay plugin "$cap" "$PORT4" "SSL://127.0.0.1:$SSL_PORT5" - --setup --candidate-tls-ca "$TLS_CA_PEM5"
     wait "$pid"
     for label in interval plugin; do echo "--- $label"; cat "$WORK/$label.out"; done
     python3 - "$WORK" <<'PY' || fail "see above"
@@ -1025,10 +1038,13 @@ for f in firsts:
         ("StreamsGroupHeartbeat", "body.heartbeatIntervalMs", "2000", "3000"), f"first divergence {f}"
 rows = [p for p in r["paths"] if p["verdict"] == "regression"]
 assert any(p["path"] == "body.heartbeatIntervalMs" and p["noise"] == 0 for p in rows), rows
+assert not [p for p in r["paths"] if p["api"] == "DescribeCluster"], "a DescribeCluster was sent despite the script"
 rc, r = load("plugin")
 hit = [s["firstDivergence"] for s in r["sessions"] if s["firstDivergence"]["api"] == "StreamsGroupTopologyDescriptionUpdate"]
 print("plugin: exit", rc, "first divergences:", [(s["firstDivergence"]["api"], s["firstDivergence"]["path"]) for s in r["sessions"]])
 assert rc == 1, f"exit status {rc}, expected 1"
+assert r["targets"][1]["target"].startswith("SSL://"), r["targets"][1]
+assert r["targets"][1]["drift"]["sent"] > 50, r["targets"][1]
 assert any(norm(f["path"]) == "body.errorCode" and f["baseline"] == "0 NONE"
            and f["candidate"] == "135 STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED" for f in hit), hit
 PY
