@@ -372,9 +372,9 @@ void write_differential_text(std::ostream& out, const std::vector<DiffTarget>& t
   for (const auto& t : targets) {
     if (!t.ran) continue;
     const Totals tt = totals(t.result);
-    snprintf(line, sizeof line, "  %-10s %llu sent, %llu regressions, %llu races, %llu unanswered, %llu unsupported (%.1f s, %.2f CPU s)\n",
+    snprintf(line, sizeof line, "  %-10s %llu sent, %llu regressions, %llu %s, %llu unanswered, %llu unsupported (%.1f s, %.2f CPU s)\n",
              t.role.c_str(), (unsigned long long)tt.sent, (unsigned long long)tt.regressions, (unsigned long long)tt.races,
-             (unsigned long long)tt.unanswered, (unsigned long long)tt.unsupported, t.result.wall_s, t.result.cpu_s);
+             tt.races == 1 ? "race" : "races", (unsigned long long)tt.unanswered, (unsigned long long)tt.unsupported, t.result.wall_s, t.result.cpu_s);
     out << line;
     std::map<std::string, size_t> paths;
     for (const auto& e : t.result.exchanges)
