@@ -42,6 +42,9 @@
 # brokers (broker lists, replica counts, replication factors capped at one broker,
 # the controller quorum) is named once per kind in the report's shape section.
 #
+# Then a differential replay: the capture to a fresh baseline cluster and, at once, to a
+# candidate cluster with a changed min.insync.replicas: that value is named, nothing else.
+#
 # Every cluster has the recording's broker setting (captures/MANIFEST.md).
 set -euo pipefail
 
@@ -363,21 +366,26 @@ EOF6
 done
 for shape in one five; do drop_cluster "$shape"; unset "CLUSTERS[$shape]"; done
 
-# A changed cluster: three nodes whose brokers set min.insync.replicas=4 where the
-# recording's had 1. (Above every replication factor; Kafka 4.4 takes the smaller of
-# the two (KIP-966), so Produce with acks=all still succeeds: the change shows in
-# the configs the brokers hand out.) Fast timing, bounded: exit 1, and the first
-# divergence of the session that creates the topics is CreateTopics' config value
-# 1 -> 4, that of the Admin describing broker configs DescribeConfigs' 1 -> 4, in
-# text and JSON; nothing else regresses.
+# A changed cluster as the candidate of a differential replay: three nodes whose brokers
+# set min.insync.replicas=4 where the recording's had 1 (above every replication factor;
+# Kafka 4.4 takes the smaller of the two (KIP-966), so Produce with acks=all still
+# succeeds: the change shows in the configs the brokers hand out), against a fresh
+# baseline cluster configured as the recording's (127.0.0.71-73), both started together.
+# Fast timing, bounded: exit 1, and the first candidate divergence of the session that
+# creates the topics is CreateTopics' config value "1" -> "4", that of the Admin
+# describing broker configs DescribeConfigs' "1" -> "4", in text and JSON; no other path
+# regresses; both clusters' own replays are clean against the capture but for that value.
 launch_cluster 3 127.0.0.41 changed min.insync.replicas=4
+launch_cluster 3 127.0.0.71 base
 CLUSTER_SH=${CLUSTERS[changed]}
 wait_cluster 3 changed
-source "$WORK/changed.env"
+wait_cluster 3 base
+CANDIDATE=$(source "$WORK/changed.env"; echo "$NODE_2_ADDR:$BROKER_PORT")
+source "$WORK/base.env"
 t0=$SECONDS
 rc=0
-"$KWIRE" replay -r "$CAPTURE" --target "$NODE_2_ADDR:$BROKER_PORT" --timing fast -q --report "$WORK/changed.json" \
-    >"$WORK/replay.out" 2>&1 || rc=$?
+"$KWIRE" replay -r "$CAPTURE" --target "$NODE_2_ADDR:$BROKER_PORT" --candidate "$CANDIDATE" --timing fast -q \
+    --report "$WORK/changed.json" >"$WORK/replay.out" 2>&1 || rc=$?
 took=$((SECONDS - t0))
 span=$(python3 "$HERE/capture_span.py" "$CAPTURE")
 (( rc == 1 )) || fail "changed cluster: exit status $rc, expected 1"
@@ -385,19 +393,22 @@ span=$(python3 "$HERE/capture_span.py" "$CAPTURE")
 python3 - "$WORK/changed.json" <<'EOF7' || fail "see above"
 import json, re, sys
 r = json.load(open(sys.argv[1]))
-firsts = {s["session"]: s["firstDivergence"] for s in r["sessions"] if "firstDivergence" in s}
+firsts = {s["session"]: s["firstDivergence"] for s in r["sessions"]}
 norm = lambda p: re.sub(r"\[\d+\]", "[*]", p)
-kinds = {(d["api"], norm(d["path"]), str(d["recorded"]), str(d["replayed"])) for d in firsts.values()}
-want = {("CreateTopics", "body.topics[*].configs[*].value", "1", "4"), ("DescribeConfigs", "body.results[*].configs[*].value", "1", "4")}
-other = [d for d in r["regressions"] if (norm(d["path"]).replace(".synonyms[*]", ""), str(d["recorded"]), str(d["replayed"]))
-         not in {("body.topics[*].configs[*].value", "1", "4"), ("body.results[*].configs[*].value", "1", "4")}]
-if kinds != want or other:
-    for sid, d in sorted(firsts.items()): print(f"  session {sid}: frame {d['frame']} {d['api']} {d['path']}: {d['recorded']} -> {d['replayed']}", file=sys.stderr)
-    print(f"replay_cluster: FAIL (changed cluster): first divergences {sorted(kinds)}, other regressions {other[:5]}", file=sys.stderr)
+kinds = {(d["api"], norm(d["path"]), d["baseline"], d["candidate"]) for d in firsts.values()}
+want = {("CreateTopics", "body.topics[*].configs[*].value", '"1"', '"4"'),
+        ("DescribeConfigs", "body.results[*].configs[*].value", '"1"', '"4"')}
+regressed = {(p["api"], p["path"]) for p in r["paths"] if p["verdict"] == "regression"}
+allowed = {("CreateTopics", "body.topics.configs.value"), ("DescribeConfigs", "body.results.configs.value"),
+           ("DescribeConfigs", "body.results.configs.synonyms.value")}
+drift = {t["role"]: t["drift"] for t in r["targets"]}
+if kinds != want or not regressed <= allowed or drift["baseline"]["regressions"] or drift["candidate"]["unanswered"]:
+    for sid, d in sorted(firsts.items()): print(f"  session {sid}: frame {d['frame']} {d['api']} {d['path']}: {d['baseline']} -> {d['candidate']}", file=sys.stderr)
+    print(f"replay_cluster: FAIL (changed cluster): first divergences {sorted(kinds)}, regressed paths {sorted(regressed)}, drift {drift}", file=sys.stderr)
     sys.exit(1)
 print(f"replay_cluster: changed cluster named: {len(firsts)} sessions start diverging at min.insync.replicas 1 -> 4")
 EOF7
-grep -Eq '^        body\.topics\[[0-9]+\]\.configs\[[0-9]+\]\.value: recorded "1", replayed "4"$' "$WORK/replay.out" \
+grep -Eq '^        body\.topics\[[0-9]+\]\.configs\[[0-9]+\]\.value: baseline "1", candidate "4"  \(baseline as the capture\)$' "$WORK/replay.out" \
     || fail "changed cluster: the text report does not show the config as a first divergence"
 note "changed cluster: exit 1 in $took s (the capture lasts $span s)"
 note "ok"

@@ -393,19 +393,24 @@ PY
 }
 
 # broker_timings CAPTURE: captures/CAPTURE into a fresh broker, in recorded timing (CASE
-# without -fast) or in fast timing and, at once, into a fresh cluster (CASE-fast); clean.
+# without -fast) or in fast timing and, at once, into a fresh cluster and as a
+# differential replay to three more brokers alike (CASE-fast); clean.
 broker_timings() {
-    local cap=$REPO/captures/$1 pid
+    local cap=$REPO/captures/$1 pid dpid
     if [[ $CASE != *-fast ]]; then
         start_broker
         replay -r "$cap" -q
     else
-        WITH_CLUSTER=1 start_broker
+        WITH_CLUSTER=1 start_brokers 4
         cluster_replay cluster "$cap" --target "$CL_ADDR:$CL_PORT" &
         pid=$!
+        diff_replay diff "$cap" "$PORT2" "$PORT3" "$PORT4" &
+        dpid=$!
         replay -r "$cap" -q --timing fast
         wait "$pid"
+        wait "$dpid"
         expect_cluster_clean cluster
+        expect_diff_clean diff
     fi
     expect_clean
 }
