@@ -321,8 +321,12 @@ void write_differential_text(std::ostream& out, const std::vector<DiffTarget>& t
     for (const Divergence* v : list) {
       if (v->frame != first.frame) break;
       if (shown++ == 8) { out << "        ...\n"; break; }
-      out << "        " << v->d.path << ": baseline " << v->d.a << ", candidate " << v->d.b << "  ("
-          << capture_note(role_word(v->d.capture, false)) << ")\n";
+      if (v->d.path == "(version)")
+        out << "        version not supported by the " << (v->d.capture == "b" ? "baseline" : "candidate")
+            << " (ApiVersions ranges: baseline " << v->d.a << ", candidate " << v->d.b << ")\n";
+      else
+        out << "        " << v->d.path << ": baseline " << v->d.a << ", candidate " << v->d.b << "  ("
+            << capture_note(role_word(v->d.capture, false)) << ")\n";
     }
     std::map<std::string, size_t> later;
     uint64_t last = first.frame;
@@ -439,7 +443,10 @@ void write_differential_json(std::ostream& out, const std::vector<DiffTarget>& t
     out << (first ? "" : ",") << "{\"session\":" << session << ",\"firstDivergence\":{\"frame\":" << f.frame
         << ",\"api\":" << json_text(f.api) << ",\"version\":" << f.version << ",\"path\":" << json_text(f.d.path)
         << ",\"baseline\":" << json_text(f.d.a) << ",\"candidate\":" << json_text(f.d.b)
-        << ",\"asTheCapture\":" << json_text(role_word(f.d.capture, false)) << "},\"later\":[";
+        << ",\"asTheCapture\":" << json_text(role_word(f.d.capture, false));
+    if (f.d.path == "(version)")
+      out << ",\"what\":" << json_text(std::string("version not supported by the ") + (f.d.capture == "b" ? "baseline" : "candidate"));
+    out << "},\"later\":[";
     bool f2 = true;
     for (size_t i = 1; i < list.size(); ++i) {
       const Divergence& v = *list[i];

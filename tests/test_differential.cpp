@@ -252,3 +252,30 @@ TEST(Differential, ReportsNameTheRegressedPathInEveryFormat) {
   EXPECT_NE(junit.str().find("tests=\"2\" failures=\"2\""), std::string::npos) << junit.str();
   EXPECT_NE(junit.str().find("name=\"Produce v11 body.responses.errorCode\""), std::string::npos);
 }
+
+TEST(Differential, AVersionTheCandidateLacksIsNamedAsSuchNotAsACascade) {
+  // Produce v12 recorded; the candidate supports v3-v11 and is not sent it.
+  std::vector<DiffTarget> t = {target("baseline", 0), target("candidate", 0)};
+  t[0].result.target_versions = kV3to13;
+  t[1].result.target_versions = kV3to11;
+  for (auto* e : {&t[0].result.exchanges[0], &t[1].result.exchanges[0]}) e->api_version = 12;
+  t[1].result.exchanges[0].outcome = Outcome::Unsupported;
+  t[1].result.exchanges[0].differences.clear();
+  const DifferentialResult d = analyse(t, NoiseThresholds{});
+  ASSERT_EQ(d.divergences.size(), 1u);
+  EXPECT_EQ(d.divergences[0].d.path, "(version)");
+  const PathRow* v = row(d, "(version)");
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->verdict, PathVerdict::Regression);
+  EXPECT_EQ(v->api, "Produce");
+  EXPECT_EQ(v->version, 12);
+  std::ostringstream text, json;
+  DiffReportContext ctx{"x.pcapng", "fast", 10};
+  write_differential_text(text, t, d, ctx);
+  write_differential_json(json, t, d, ctx);
+  EXPECT_NE(text.str().find("frame 10 Produce v12\n        version not supported by the candidate (ApiVersions ranges: "
+                            "baseline \"v3-v13\", candidate \"v3-v11\")"),
+            std::string::npos)
+      << text.str();
+  EXPECT_NE(json.str().find("\"what\":\"version not supported by the candidate\""), std::string::npos);
+}

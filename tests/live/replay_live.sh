@@ -733,7 +733,9 @@ tls-clean|tls-python-clean)
     # python-etm there on the SSL listener: what a client had to go through the relay
     # for, kwire's own TLS does not.
     if [[ $CASE == tls-clean ]]; then
-        WITH_CLUSTER=1 KWIRE_BROKER_SSL=1 start_two_brokers "group.consumer.min.heartbeat.interval.ms=1000" \
+        # Brokers 3, 4, 5: the same sequence in fast timing as a differential replay
+        # (baseline, candidate, secondary, each over TLS with its own CA).
+        WITH_CLUSTER=1 KWIRE_BROKER_SSL=1 start_brokers 5 "group.consumer.min.heartbeat.interval.ms=1000" \
             "group.consumer.heartbeat.interval.ms=2000"
     else
         printf '%s\n' "jdk.tls.keyLimits=AES/GCM/NoPadding KeyUpdate 2^14, ChaCha20-Poly1305 KeyUpdate 2^14" \
@@ -811,8 +813,26 @@ tls-clean|tls-python-clean)
         ) &
         pids+=($!)
     done
+    if [[ $CASE == tls-clean ]]; then
+        (
+            for cap in streams-tls13 tls12 scram; do
+                if [[ $cap == scram ]]; then
+                    ports=("$SASL_SSL_PORT3" "$SASL_SSL_PORT4" "$SASL_SSL_PORT5") args=(--sasl-scram-256 "$SCRAM_USER:$SCRAM_PASSWORD")
+                else
+                    ports=("$SSL_PORT3" "$SSL_PORT4" "$SSL_PORT5") args=()
+                fi
+                diff_replay "diff-$cap" "$REPO/captures/tls/$cap-secrets.pcapng" "${ports[0]}" "127.0.0.1:${ports[1]}" \
+                    "${ports[2]}" --setup --tls-ca "$TLS_CA_PEM3" --candidate-tls-ca "$TLS_CA_PEM4" \
+                    --secondary-tls-ca "$TLS_CA_PEM5" "${args[@]}"
+            done
+        ) &
+        pids+=($!)
+    fi
     wait "${pids[@]}"
     note "all replays done in $((SECONDS - t0)) s"
+    if [[ $CASE == tls-clean ]]; then
+        for cap in streams-tls13 tls12 scram; do expect_diff_clean "diff-$cap"; done
+    fi
     clusters=()
     for run in "${runs[@]}"; do
         IFS=: read -r b timing cap <<<"$run"
