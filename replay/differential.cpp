@@ -103,13 +103,19 @@ void pair_differences(const ExchangeResult& a, const ExchangeResult& b,
       else if (race) p.explained = "race";
       out.push_back(std::move(p));
     };
-    for (const auto& [path, x] : da) {
+    // In the order the engines found them (the fields' order in the answer).
+    auto key = [](const Difference& d) { return d.path.empty() ? std::string("(response)") : d.path; };
+    for (const auto& d : a.differences) {
+      const std::string path = key(d);
+      if (da[path] != &d) continue;   // a path twice: its first
       auto it = db.find(path);
-      if (it == db.end()) judge(path, x, nullptr);
-      else if (x->replayed != it->second->replayed) judge(path, x, it->second);
+      if (it == db.end()) judge(path, &d, nullptr);
+      else if (d.replayed != it->second->replayed) judge(path, &d, it->second);
     }
-    for (const auto& [path, y] : db)
-      if (!da.count(path)) judge(path, nullptr, y);
+    for (const auto& d : b.differences) {
+      const std::string path = key(d);
+      if (db[path] == &d && !da.count(path)) judge(path, nullptr, &d);
+    }
     return;
   }
   const bool au = a.outcome == Outcome::Unsupported, bu = b.outcome == Outcome::Unsupported;

@@ -279,3 +279,19 @@ TEST(Differential, AVersionTheCandidateLacksIsNamedAsSuchNotAsACascade) {
       << text.str();
   EXPECT_NE(json.str().find("\"what\":\"version not supported by the candidate\""), std::string::npos);
 }
+
+TEST(PairDifferences, ComeInTheOrderTheAnswerHasThem) {
+  // A config's value before its synonym's, as the engine found them (a map
+  // would sort "synonyms" first).
+  std::vector<PairDifference> out;
+  pair_differences(exchange(1, 0, 5, Outcome::Same),
+                   exchange(1, 0, 5, Outcome::Regression,
+                            {diff("body.results[0].configs[6].value", "\"1\"", "\"4\""),
+                             diff("body.results[0].configs[6].synonyms[0].value", "\"1\"", "\"4\""),
+                             diff("body.results[0].configs[2].value", "\"a\"", "\"b\"")}),
+                   kV3to11, kV3to11, out);
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].path, "body.results[0].configs[6].value");
+  EXPECT_EQ(out[1].path, "body.results[0].configs[6].synonyms[0].value");
+  EXPECT_EQ(out[2].path, "body.results[0].configs[2].value");
+}
