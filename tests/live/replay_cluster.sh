@@ -42,6 +42,8 @@
 # brokers (broker lists, replica counts, replication factors capped at one broker,
 # the controller quorum) is named once per kind in the report's shape section.
 #
+# Then a differential replay to three one-node clusters alike: clean, with noise.
+#
 # Then a differential replay: the capture to a fresh baseline cluster and, at once, to a
 # candidate cluster with a changed min.insync.replicas: that value is named, nothing else.
 #
@@ -365,6 +367,34 @@ print(f"replay_cluster: into {size} broker{'s' if size > 1 else ''} clean: {s['s
 EOF6
 done
 for shape in one five; do drop_cluster "$shape"; unset "CLUSTERS[$shape]"; done
+
+# A differential replay of the capture to three one-node clusters alike (baseline,
+# candidate, secondary), fast: exit 0, no candidate regression, a noise table that is
+# not empty, and each target's own replay clean against the capture (its shape
+# differences named, as above).
+for name in base1 cand1 sec1; do mkdir -p "$WORK/$name"; done
+launch_cluster 1 127.0.0.51 base1
+launch_cluster 1 127.0.0.53 cand1
+launch_cluster 1 127.0.0.55 sec1
+for name in base1 cand1 sec1; do wait_cluster 1 "$name"; done
+addr() { (source "$WORK/$1.env"; echo "$NODE_1_ADDR:$BROKER_PORT"); }
+rc=0
+"$KWIRE" replay -r "$CAPTURE" --target "$(addr base1)" --candidate "$(addr cand1)" --secondary "$(addr sec1)" \
+    --timing fast -q --report "$WORK/alike.json" >"$WORK/replay.out" 2>&1 || rc=$?
+python3 - "$WORK/alike.json" "$rc" <<'EOF8' || { cat "$WORK/replay.out" >&2; fail "see above"; }
+import json, sys
+r, rc = json.load(open(sys.argv[1])), int(sys.argv[2])
+noise = [p for p in r["paths"] if p["noise"] > 0]
+errors = [e for ok, e in [(rc == 0, f"exit status {rc}"), (r["summary"]["regressions"] == 0, f"{r['summary']['regressions']} candidate regressions"),
+                          (r["summary"]["compared"] > 500, f"{r['summary']['compared']} exchanges compared"),
+                          (noise, "the noise table is empty")] if not ok]
+errors += [f"the {t['role']}'s own replay: {t['drift']}" for t in r["targets"] if t["drift"]["regressions"] or t["drift"]["unanswered"]]
+for e in errors: print("replay_cluster: FAIL (differential, three alike):", e, file=sys.stderr)
+if errors: sys.exit(1)
+print(f"replay_cluster: differential to three brokers alike clean: {r['summary']['compared']} exchanges compared, "
+      f"{len(noise)} noisy paths, e.g. " + "; ".join(f"{p['api']} v{p['version']} {p['path']} x{p['noise']}" for p in noise[:3]))
+EOF8
+for name in base1 cand1 sec1; do drop_cluster "$name"; unset "CLUSTERS[$name]"; done
 
 # A changed cluster as the candidate of a differential replay: three nodes whose brokers
 # set min.insync.replicas=4 where the recording's had 1 (above every replication factor;

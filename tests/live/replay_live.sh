@@ -741,7 +741,7 @@ tls-clean|tls-python-clean)
         printf '%s\n' "jdk.tls.keyLimits=AES/GCM/NoPadding KeyUpdate 2^14, ChaCha20-Poly1305 KeyUpdate 2^14" \
             >"$WORK/keylimits.security"
         WITH_CLUSTER=1 KWIRE_BROKER_SSL=1 KWIRE_BROKER_JAVA_OPTS="-Djava.security.properties=$WORK/keylimits.security" \
-            start_two_brokers
+            start_brokers 5
     fi
     declare -A ssl=([1]=127.0.0.1:$SSL_PORT [2]=127.0.0.1:$SSL_PORT2 [3]=$CL_ADDR:$CL_SSL_PORT)
     declare -A sasl=([1]=127.0.0.1:$SASL_SSL_PORT [2]=127.0.0.1:$SASL_SSL_PORT2 [3]=$CL_ADDR:$CL_SASL_SSL_PORT)
@@ -767,14 +767,17 @@ tls-clean|tls-python-clean)
         # own: that endpoint is the server the capture talked to, so it stands in front of
         # each broker again, with the broker's certificate and the recorded cipher.
         command -v python3 >/dev/null || fail "python3 not found"
-        for n in 1 2; do
+        # Relays 3-5 stand in front of brokers 3-5, the differential replay's.
+        plain+=([3]=$PORT3 [4]=$PORT4 [5]=$PORT5)
+        declare -A cert=([1]=$TLS_CA_PEM [2]=$TLS_CA_PEM2 [3]=$TLS_CA_PEM3 [4]=$TLS_CA_PEM4 [5]=$TLS_CA_PEM5)
+        for n in 1 2 3 4 5; do
             relay[$n]=$(free_ports 1)
             python3 "$REPO/testbed/other-clients/etm_relay.py" "${relay[$n]}" "${plain[$n]}" \
-                "$(dirname "${ca[$n]}")/broker.pem" "$(dirname "${ca[$n]}")/broker.key" ECDHE-RSA-AES256-SHA \
+                "$(dirname "${cert[$n]}")/broker.pem" "$(dirname "${cert[$n]}")/broker.key" ECDHE-RSA-AES256-SHA \
                 >"$WORK/relay$n.out" 2>&1 &
             RELAYS+=($!)
         done
-        for n in 1 2; do
+        for n in 1 2 3 4 5; do
             # A failure bound, not a speed check (480 x 0.25 s); the file may not exist yet.
             for _ in $(seq 1 480); do
                 grep -qs '^relay: listening' "$WORK/relay$n.out" && break
@@ -813,26 +816,28 @@ tls-clean|tls-python-clean)
         ) &
         pids+=($!)
     done
-    if [[ $CASE == tls-clean ]]; then
-        (
-            for cap in streams-tls13 tls12 scram; do
-                if [[ $cap == scram ]]; then
-                    ports=("$SASL_SSL_PORT3" "$SASL_SSL_PORT4" "$SASL_SSL_PORT5") args=(--sasl-scram-256 "$SCRAM_USER:$SCRAM_PASSWORD")
-                else
-                    ports=("$SSL_PORT3" "$SSL_PORT4" "$SSL_PORT5") args=()
-                fi
-                diff_replay "diff-$cap" "$REPO/captures/tls/$cap-secrets.pcapng" "${ports[0]}" "127.0.0.1:${ports[1]}" \
-                    "${ports[2]}" --setup --tls-ca "$TLS_CA_PEM3" --candidate-tls-ca "$TLS_CA_PEM4" \
-                    --secondary-tls-ca "$TLS_CA_PEM5" "${args[@]}"
-            done
-        ) &
-        pids+=($!)
-    fi
+    # The same sequence in fast timing as a differential replay to brokers 3, 4 and 5
+    # (baseline, candidate, secondary), each over TLS with its own CA (python-etm through
+    # each one's relay).
+    if [[ $CASE == tls-clean ]]; then diff_caps=(streams-tls13 tls12 scram); else diff_caps=(python-tls13 python-tls12-cbc python-etm); fi
+    (
+        for cap in "${diff_caps[@]}"; do
+            args=()
+            case $cap in
+            scram) ports=("$SASL_SSL_PORT3" "$SASL_SSL_PORT4" "$SASL_SSL_PORT5")
+                   args=(--sasl-scram-256 "$SCRAM_USER:$SCRAM_PASSWORD") ;;
+            python-etm) ports=("${relay[3]}" "${relay[4]}" "${relay[5]}") ;;
+            *) ports=("$SSL_PORT3" "$SSL_PORT4" "$SSL_PORT5") ;;
+            esac
+            diff_replay "diff-$cap" "$REPO/captures/tls/$cap-secrets.pcapng" "${ports[0]}" "127.0.0.1:${ports[1]}" \
+                "${ports[2]}" --setup --tls-ca "$TLS_CA_PEM3" --candidate-tls-ca "$TLS_CA_PEM4" \
+                --secondary-tls-ca "$TLS_CA_PEM5" "${args[@]}"
+        done
+    ) &
+    pids+=($!)
     wait "${pids[@]}"
     note "all replays done in $((SECONDS - t0)) s"
-    if [[ $CASE == tls-clean ]]; then
-        for cap in streams-tls13 tls12 scram; do expect_diff_clean "diff-$cap"; done
-    fi
+    for cap in "${diff_caps[@]}"; do expect_diff_clean "diff-$cap"; done
     clusters=()
     for run in "${runs[@]}"; do
         IFS=: read -r b timing cap <<<"$run"
