@@ -1090,8 +1090,9 @@ diff-upgrade)
     # - ApiVersions v4: the api ranges (two new apis, higher maxVersions) and the
     #   feature levels (finalized and supported);
     # - ApiVersions v5 and StreamsGroupDescribe v1: versions 4.3.1 does not support;
-    # - CreateTopics v7: a topic config 4.4.0 has and 4.3.1 lacks, in the created
-    #   topic's configs;
+    # - CreateTopics v7: four topic configs 4.4.0 has and 4.3.1 lacks, in each created
+    #   topic's configs (errors.deadletterqueue.group.enable, max.decompressed.message.bytes,
+    #   remote.copy.lag.bytes, remote.copy.lag.ms);
     # - StreamsGroupHeartbeat v0: taskOffsetIntervalMs, 0 from 4.3.1, 60000 from 4.4.0.
     VERSION_1=4.3.1 VERSION_3=4.3.1
     start_brokers 3
@@ -1119,7 +1120,18 @@ checks = [(example(("StreamsGroupHeartbeat", 0, "body.taskOffsetIntervalMs")), (
           (example(("ApiVersions", 5, "(version)")), ('"v0-v4"', '"v0-v5"', "candidate"))]
 for got_value, want in checks:
     assert got_value == want, f"example {got_value}, expected {want}"
-assert '"name":"max.decompressed.message.bytes"' in example(("CreateTopics", 7, "body.topics.configs"))[1]
+# A topic config of 4.4.0's that 4.3.1 lacks (there are several; the first one the answer lists).
+baseline, candidate, side = example(("CreateTopics", 7, "body.topics.configs"))
+assert (baseline, side) == ('"(absent)"', "candidate") and candidate.startswith('{"name":'), (baseline, candidate, side)
+# All of them: the topic configs of every CreateTopics divergence (the same four per topic).
+names = set()
+for sess in r["sessions"]:
+    for d in [sess["firstDivergence"]] + sess["later"]:
+        if d["api"] == "CreateTopics":
+            assert d["baseline"] == '"(absent)"', d
+            names.add(json.loads(d["candidate"])["name"])
+want = {"errors.deadletterqueue.group.enable", "max.decompressed.message.bytes", "remote.copy.lag.bytes", "remote.copy.lag.ms"}
+assert names == want, f"new topic configs {sorted(names)}, expected {sorted(want)}"
 assert got == expected, f"regressed paths {got}, expected {expected}"
 assert rc == (1 if expected else 0), f"exit status {rc}"
 PY
