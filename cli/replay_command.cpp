@@ -226,7 +226,7 @@ std::vector<Option> target_options(const std::string& who, std::vector<replay::H
     tls.enabled = true;
     if (tls_given) *tls_given = true;
   };
-  auto tls_file = [&tls, tls_on](std::string& into) {
+  auto tls_file = [tls_on](std::string& into) {
     return [tls_on, &into](const std::string& v, std::string&) {
       tls_on();
       into = v;
