@@ -6,6 +6,7 @@
 #include <climits>
 #include <csignal>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <sstream>
 
@@ -550,6 +551,15 @@ Command replay_table(ReplayArgs& a) {
   return c;
 }
 
+// Writes a report file with `fill`; false (said on stderr) when it cannot be written.
+bool write_report(const std::string& path, const std::function<void(std::ostream&)>& fill) {
+  std::ofstream f(path);
+  if (f) fill(f);
+  f.close();
+  if (!f) std::cerr << "kwire replay: cannot write " << path << "\n";
+  return static_cast<bool>(f);
+}
+
 // "out.pcapng" -> "out.candidate.pcapng": each target's own traffic.
 std::string with_role(const std::string& path, const std::string& role) {
   const size_t slash = path.rfind('/');
@@ -600,13 +610,8 @@ int differential(ReplayArgs& a, const replay::Recording& rec, const replay::Repo
   ctx.capture = single.capture;
   ctx.timing = single.timing;
   replay::write_differential_text(std::cout, targets, d, ctx);
-  auto write = [&](const std::string& path, auto fn) -> bool {
-    std::ofstream f(path);
-    if (!f) { std::cerr << "kwire replay: cannot write " << path << "\n"; return false; }
-    fn(f, targets, d, ctx);
-    f.close();
-    if (!f) { std::cerr << "kwire replay: cannot write " << path << "\n"; return false; }
-    return true;
+  auto write = [&](const std::string& path, auto fn) {
+    return write_report(path, [&](std::ostream& f) { fn(f, targets, d, ctx); });
   };
   if (!a.report_json.empty() && !write(a.report_json, replay::write_differential_json)) return 2;
   if (!a.junit.empty() && !write(a.junit, replay::write_differential_junit)) return 2;
@@ -733,13 +738,8 @@ int replay_command(std::vector<std::string> args) {
     return 2;
   }
   replay::write_text_report(std::cout, result, ctx);
-  auto write = [&](const std::string& path, auto fn) -> bool {
-    std::ofstream f(path);
-    if (!f) { std::cerr << "kwire replay: cannot write " << path << "\n"; return false; }
-    fn(f, result, ctx);
-    f.close();
-    if (!f) { std::cerr << "kwire replay: cannot write " << path << "\n"; return false; }
-    return true;
+  auto write = [&](const std::string& path, auto fn) {
+    return write_report(path, [&](std::ostream& f) { fn(f, result, ctx); });
   };
   if (!a.report_json.empty() && !write(a.report_json, replay::write_json_report)) return 2;
   if (!a.junit.empty() && !write(a.junit, replay::write_junit_report)) return 2;

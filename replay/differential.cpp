@@ -386,13 +386,8 @@ void write_differential_text(std::ostream& out, const std::vector<DiffTarget>& t
              t.role.c_str(), (unsigned long long)tt.sent, (unsigned long long)tt.regressions, (unsigned long long)tt.races,
              tt.races == 1 ? "race" : "races", (unsigned long long)tt.unanswered, (unsigned long long)tt.unsupported, t.result.wall_s, t.result.cpu_s);
     out << line;
-    std::map<std::string, size_t> paths;
-    for (const auto& e : t.result.exchanges)
-      if (e.outcome == Outcome::Regression)
-        for (const auto& x : e.differences)
-          if (!x.ignored) ++paths[e.api_name + " " + plain_path(x.path)];
     size_t n = 0;
-    for (const auto& [what, count] : paths) {
+    for (const auto& [what, count] : regressions_by_field(t.result)) {
       if (n++ == 5) { out << "      ...\n"; break; }
       out << "      " << what << " x" << count << "\n";
     }

@@ -24,6 +24,15 @@ std::string xml(std::string_view s) { return xml_text(s); }
 
 }  // namespace
 
+std::map<std::string, size_t> regressions_by_field(const ReplayResult& r) {
+  std::map<std::string, size_t> paths;
+  for (const auto& e : r.exchanges)
+    if (e.outcome == Outcome::Regression)
+      for (const auto& d : e.differences)
+        if (!d.ignored) ++paths[e.api_name + " " + plain_path(d.path)];
+  return paths;
+}
+
 std::string json_text(std::string_view s) {
   TextBuffer t;
   json_string(t, s);
@@ -48,14 +57,6 @@ std::string xml_text(std::string_view s) {
 
 namespace {
 
-std::map<std::string, size_t> by_field(const ReplayResult& r) {
-  std::map<std::string, size_t> paths;
-  for (const auto& e : r.exchanges)
-    if (e.outcome == Outcome::Regression)
-      for (const auto& d : e.differences)
-        if (!d.ignored) ++paths[e.api_name + " " + plain_path(d.path)];
-  return paths;
-}
 
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
@@ -150,7 +151,7 @@ void write_text_report(std::ostream& out, const ReplayResult& r, const ReportCon
            (unsigned long long)t.regressions, (unsigned long long)t.races, (unsigned long long)t.unanswered, (unsigned long long)t.unsupported);
   out << line;
   // Regressions by api and field path (indices left out), most frequent first.
-  const std::map<std::string, size_t> paths = by_field(r);
+  const std::map<std::string, size_t> paths = regressions_by_field(r);
   if (!paths.empty()) {
     std::vector<std::pair<std::string, size_t>> sorted(paths.begin(), paths.end());
     std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
@@ -331,7 +332,7 @@ void write_json_report(std::ostream& out, const ReplayResult& r, const ReportCon
   }
   out << "],\"regressionsByField\":{";
   first = true;
-  for (const auto& [what, n] : by_field(r)) {
+  for (const auto& [what, n] : regressions_by_field(r)) {
     out << (first ? "" : ",") << quote(what) << ":" << n;
     first = false;
   }

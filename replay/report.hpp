@@ -3,6 +3,7 @@
 // XML, one test case per session).
 #pragma once
 
+#include <map>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -23,6 +24,8 @@ struct Totals {
            skipped = 0, not_compared = 0, races = 0;
 };
 Totals totals(const ReplayResult& r);
+// The regressions' differences by "API PATH" (indices left out): how many.
+std::map<std::string, size_t> regressions_by_field(const ReplayResult& r);
 // A JSON string literal of s; s escaped for XML text and attributes.
 std::string json_text(std::string_view s);
 std::string xml_text(std::string_view s);
