@@ -434,6 +434,10 @@ Command replay_table(ReplayArgs& a) {
            "create the topics the capture uses that the target lacks, as recorded (names and partition counts from "
            "its Metadata responses): this hides a changed default partition count",
            [&o] { o.setup = true; }),
+      flag({"--keep-timestamps"},
+           "send record timestamps (and ListOffsets' times) as recorded; by default they move by the replay's start "
+           "minus the capture's, so that a target does not delete an old capture's records as they arrive",
+           [&o] { o.keep_timestamps = true; }),
       value({"--ignore"}, "[API:]PATH", "also ignore differences at PATH (JSON names, * and ** wildcards)",
             [&a](const std::string& v, std::string& error) {
               replay::IgnoreRule r;
@@ -663,6 +667,7 @@ int replay_command(std::vector<std::string> args) {
   for (auto& r : a.extra_ignores) o.compare.ignore.push_back(std::move(r));
   o.progress = !a.quiet;
   o.progress_lines = !isatty(2);
+  o.warn = [](const std::string& w) { std::cerr << "kwire replay: WARNING: " << w << "\n"; };
   std::unique_ptr<replay::Script> script;
   if (!a.script_file.empty()) {
     script = replay::Script::load(a.script_file, ps, error);

@@ -33,6 +33,7 @@
 #include "replay/concurrency.hpp"
 #include "replay/routing.hpp"
 #include "replay/split.hpp"
+#include "replay/timeshift.hpp"
 #include "wire/message_builder.hpp"
 #include "wire/wire.hpp"
 
@@ -576,6 +577,9 @@ class Engine {
   // node of the recorded node id, else --target.
   HostPort route(const Endpoint& broker, size_t listener) const;
   void cluster_notes();
+  // Chooses the time shift (before anything is sent) and names the capture's
+  // topics whose replayed records the target's retention would delete.
+  void time_setup();
   // Says which target listener each recorded listener's sessions go to, when
   // the capture or the target has more than one kind.
   void listener_notes();
@@ -1136,6 +1140,105 @@ void Engine::listener_notes() {
   out_.notes.push_back(line);
 }
 
+void Engine::time_setup() {
+  const CaptureTimes times = capture_times(ps_, rec_);
+  const int64_t start_ms = wall_ns() / 1'000'000;
+  const bool recorded_timing = o_.timing == ReplayOptions::Timing::Recorded && o_.speed <= 1.0;
+  const int64_t shift = o_.keep_timestamps ? 0 : choose_shift(times, start_ms, recorded_timing);
+  state_.set_time_shift(shift);
+  out_.time_shift_ms = shift;
+  if (times.batches == 0) return;
+  if (o_.keep_timestamps)
+    out_.notes.push_back("timestamps: record timestamps are sent as recorded (--keep-timestamps)");
+  else
+    out_.notes.push_back("timestamps: record timestamps and ListOffsets times moved by " + shift_text(shift) +
+                         " (the replay's start minus the capture's " +
+                         (recorded_timing ? "first request" : "last request") +
+                         (times.min_age_ms > 0 && times.min_age_ms != INT64_MAX
+                              ? ", plus the " + shift_text(times.min_age_ms).substr(1) + " every record was already old when sent"
+                              : std::string()) +
+                         "); answers compared modulo that shift");
+  // What the target keeps: each topic's retention.ms (its own, or the
+  // broker's default through it), or the broker's log.retention.* for a
+  // topic the target lacks. A replayed record is deleted once it is older
+  // than that; the oldest is that old when the replay ends.
+  if (!control_ && listeners_.empty()) return;
+  const double duration_ms = o_.timing == ReplayOptions::Timing::Recorded
+                                 ? static_cast<double>(times.last_us - times.first_us) / 1000.0 / o_.speed
+                                 : 0.0;
+  std::map<std::string, int64_t> oldest;   // live topic name -> oldest replayed timestamp
+  for (const auto& [topic, ms] : times.oldest_ms) {
+    std::string name = topic;
+    if (name.starts_with("id:")) {
+      name = state_.recorded_topic_name_of_text(name.substr(3));
+      if (name.empty()) continue;
+    }
+    oldest[o_.renames.topic_prefix + name] = ms + shift;
+  }
+  if (oldest.empty()) return;
+  auto describe = [&](int8_t type, const std::vector<std::string>& names, std::map<std::string, std::map<std::string, std::string>>& out) {
+    wire::MessageBuilder b;
+    request_header(b, 32, 4, 4, true);
+    b.carr(names.size());
+    for (const auto& n : names) b.i8(type).cstr(n).cnull().tags0();
+    b.boolean(false).boolean(false).tags0();
+    Frame answer;
+    std::vector<uint8_t> bytes;
+    if (!ask_target(b.message(), 32, 4, answer, bytes)) return false;
+    for (uint32_t i = answer.body + 1; i < answer.nodes.size(); ++i) {
+      const Node& n = answer.nodes[i];
+      if (n.type != WireType::Struct || !(n.flags & kElement) || ps_.field(n.desc).name != "Results") continue;
+      const Node* err = find_field(answer, ps_, i, "ErrorCode");
+      const Node* name = find_field(answer, ps_, i, "ResourceName");
+      if (!err || err->v.i != 0 || !name) continue;
+      auto& configs = out[std::string(name->str())];
+      for (uint32_t c = i + 1; c < n.end; ++c) {
+        const Node& cn = answer.nodes[c];
+        if (cn.type != WireType::Struct || !(cn.flags & kElement) || ps_.field(cn.desc).name != "Configs") continue;
+        const Node* k = find_field(answer, ps_, c, "Name");
+        const Node* v = find_field(answer, ps_, c, "Value");
+        if (k && v && !v->is_null()) configs[std::string(k->str())] = std::string(v->str());
+      }
+    }
+    return true;
+  };
+  std::vector<std::string> names;
+  for (const auto& [name, ms] : oldest) names.push_back(name);
+  std::map<std::string, std::map<std::string, std::string>> topic_configs, broker_configs;
+  if (!describe(2, names, topic_configs)) return;
+  // The broker kwire asks: its node id, by the address it was reached at.
+  std::string broker_default;
+  int64_t broker_ms = 0;
+  bool broker_known = false;
+  if (!listeners_.empty()) {
+    const Listener& l = listeners_.front();
+    for (const auto& [node, endpoint] : l.endpoints)
+      if (endpoint == l.bootstrap.str() && describe(4, {std::to_string(node)}, broker_configs)) {
+        broker_known = retention_of(broker_configs[std::to_string(node)], broker_ms);
+        break;
+      }
+  }
+  const double end_ms = static_cast<double>(start_ms) + duration_ms;
+  for (const auto& [name, ts] : oldest) {
+    int64_t keep = 0;
+    std::string where;
+    if (auto t = topic_configs.find(name); t != topic_configs.end() && retention_of(t->second, keep)) where = "its retention.ms";
+    else if (broker_known) { keep = broker_ms; where = "the broker's log.retention (the topic is not there yet)"; }
+    else continue;
+    if (keep < 0) continue;
+    const double age = end_ms - static_cast<double>(ts);
+    if (age < static_cast<double>(keep)) continue;
+    const std::string w = "retention: the target deletes records of topic " + name + " older than " +
+                          shift_text(keep).substr(1) + " (" + where + "), and the replay writes some " +
+                          shift_text(static_cast<int64_t>(age)).substr(1) + " old" +
+                          (o_.keep_timestamps ? " (--keep-timestamps: drop it, or raise retention.ms)"
+                                              : " (their producer dated them so): raise retention.ms, or expect answers to differ");
+    out_.retention_warnings.push_back(w);
+    out_.notes.push_back(w);
+    if (o_.warn) o_.warn(w);
+  }
+}
+
 bool Engine::prepare(std::string& error) {
   // The capture's cluster, as its clients learnt it: in capture order, so that
   // the last answer about a role is the one that holds.
@@ -1277,6 +1380,7 @@ bool Engine::prepare(std::string& error) {
           state_.learn_topics(f, false);
         }
   }
+  time_setup();
   int64_t first = INT64_MAX, last = 0;
   std::map<std::string, int> sasl_skipped;   // sessions not replayed for want of credentials, by mechanism
   int logins_added = 0;                      // sessions recorded without a login that log in first

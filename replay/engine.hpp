@@ -122,6 +122,12 @@ struct ReplayOptions {
   std::set<uint32_t> conns;                    // --conn: only these session numbers
   RenameOptions renames;
   bool setup = false;                          // --setup: create the capture's topics the target lacks
+  // --keep-timestamps: record timestamps (and ListOffsets' times) are sent as
+  // recorded; by default they move with the replay's clock (replay/timeshift.hpp).
+  bool keep_timestamps = false;
+  // Said at once, before anything is sent (the report repeats it among the
+  // notes): a target whose retention would delete what the replay writes.
+  std::function<void(const std::string&)> warn;
   CompareOptions compare;
   double timeout_s = 30;                       // per request, at least twice the recorded latency
   double reconnect_s = 10;                     // give a connection up after this long unreachable
@@ -220,6 +226,10 @@ struct ReplayResult {
   std::vector<ExchangeResult> exchanges;
   std::vector<double> gap_errors_ms;   // |replayed gap - recorded gap / speed|, recorded timing only
   std::vector<std::string> notes;      // setup, learned state, reconnects
+  // Record timestamps were moved by this (ms; 0 with --keep-timestamps or
+  // without a capture time), and what the target's retention would delete.
+  int64_t time_shift_ms = 0;
+  std::vector<std::string> retention_warnings;
   std::vector<ShapeDifference> shape;  // what differs because the target has another number of brokers
   int recorded_brokers = 0, target_brokers = 0;   // the capture's cluster's and the target's (0: not known)
   // Reads sent again after an admin write of the replay until they converged (or not).

@@ -385,6 +385,7 @@ void write_json_report(std::ostream& out, const ReplayResult& r, const ReportCon
     first = false;
   }
   out << "]";
+  out << ",\"timeShiftMs\":" << r.time_shift_ms;
   out << ",\"notes\":[";
   first = true;
   for (const auto& n : r.notes) { out << (first ? "" : ",") << quote(n); first = false; }

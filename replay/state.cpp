@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "dissector/protocol/records.hpp"
+#include "replay/timeshift.hpp"
 #include "wire/wire.hpp"
 
 namespace kwire::replay {
@@ -139,6 +140,7 @@ bool ReplayState::struct_may_rewrite(uint32_t sp_idx, int depth) const {
       if (e == kGroup && !renames_.group_prefix.empty()) return true;
       if (e == kTopicName && !renames_.topic_prefix.empty()) return true;
       if (d.name == "ClusterId" && d.type == WireType::String) return true;
+      if (time_shift_ms_ != 0 && is_time(i, false)) return true;
       if (d.sub >= 0 && struct_may_rewrite(static_cast<uint32_t>(d.sub), depth + 1)) return true;
     }
     return false;
@@ -353,6 +355,15 @@ constexpr size_t kBatchCrcAt = 17, kBatchAttributesAt = 21, kBatchProducerIdAt =
 
 }  // namespace
 
+bool ReplayState::is_time(uint32_t desc, bool response) const {
+  // Times a message names that are record timestamps (not durations, not
+  // the special values below 0: ListOffsets' -1 latest, -2 earliest, ...):
+  // ListOffsets' Timestamp both ways, OffsetCommit v1's CommitTimestamp.
+  const FieldDesc& d = ps_.field(desc);
+  if (d.type != WireType::Int64) return false;
+  return d.name == "Timestamp" || (!response && d.name == "CommitTimestamp");
+}
+
 int ReplayState::patch_batches(Frame& f, uint32_t records, const std::string& /*connection_key*/) {
   Node& rn = f.nodes[records];
   if (rn.is_null() || rn.aux == 0) return 0;
@@ -378,19 +389,45 @@ int ReplayState::patch_batches(Frame& f, uint32_t records, const std::string& /*
     auto* p = reinterpret_cast<uint8_t*>(copy.data()) + at;
     uint64_t id = wire::load_be64(p + kBatchProducerIdAt);
     uint16_t ep = wire::load_be16(p + kBatchProducerEpochAt);
-    if (id == pid->v.u && ep == static_cast<uint16_t>(epoch->v.i)) continue;
-    wire::store_be32(p + kBatchProducerIdAt, static_cast<uint32_t>(pid->v.u >> 32));
-    wire::store_be32(p + kBatchProducerIdAt + 4, static_cast<uint32_t>(pid->v.u));
-    wire::store_be16(p + kBatchProducerEpochAt, static_cast<uint16_t>(epoch->v.i));
-    uint32_t crc = crc32c({p + kBatchAttributesAt, static_cast<size_t>(end - at - kBatchAttributesAt)});
-    wire::store_be32(p + kBatchCrcAt, crc);
-    ++changed;
+    bool edited = false;
+    if (id != pid->v.u || ep != static_cast<uint16_t>(epoch->v.i)) {
+      wire::store_be32(p + kBatchProducerIdAt, static_cast<uint32_t>(pid->v.u >> 32));
+      wire::store_be32(p + kBatchProducerIdAt + 4, static_cast<uint32_t>(pid->v.u));
+      wire::store_be16(p + kBatchProducerEpochAt, static_cast<uint16_t>(epoch->v.i));
+      edited = true;
+    }
+    // The timestamps last: shift_batch recomputes the CRC over both edits.
+    const std::span<uint8_t> whole(p, static_cast<size_t>(end - at));
+    if (shift_batch(whole, time_shift_ms_)) edited = true;
+    else if (edited) wire::store_be32(p + kBatchCrcAt, crc32c(whole.subspan(kBatchAttributesAt)));
+    changed += edited ? 1 : 0;
   }
   if (changed) {
     std::string_view s = f.own(std::move(copy));
     rn.v.p = reinterpret_cast<const uint8_t*>(s.data());
   }
   return changed;
+}
+
+void ReplayState::shift_answer_batches(Frame& f, uint32_t records) const {
+  const Node& rn = f.nodes[records];
+  if (rn.is_null() || rn.aux == 0 || time_shift_ms_ == 0) return;
+  const int64_t base = rn.v.p - f.message.data();
+  for (uint32_t b : Children(f, records)) {
+    if (f.nodes[b].desc != kDescRecordBatch) continue;
+    const int64_t at = static_cast<int64_t>(f.nodes[b].offset) - base;
+    const Node* length = child(f, ps_, b, "BatchLength");
+    if (!length || at < 0) continue;
+    const int64_t end = at + 12 + length->v.i;
+    if (end > static_cast<int64_t>(rn.aux) || at + 61 > end) continue;  // a batch cut at the fetch limit stays
+    std::vector<uint8_t> copy(rn.v.p + at, rn.v.p + end);
+    if (!shift_batch(copy, time_shift_ms_)) continue;
+    for (uint32_t c : Children(f, b)) {
+      Node& x = f.nodes[c];
+      if ((x.desc == kDescBaseTimestamp || x.desc == kDescMaxTimestamp) && x.v.i != kNoTimestamp) x.v.i += time_shift_ms_;
+      else if (x.desc == kDescCrc) x.v.u = wire::load_be32(copy.data() + kBatchCrcAt);
+    }
+  }
 }
 
 int ReplayState::rewrite_request(Frame& f, uint32_t connection) {
@@ -415,6 +452,10 @@ int ReplayState::rewrite_request(Frame& f, uint32_t connection) {
       continue;
     }
     if (n.desc == kDescUnknownTag) continue;
+    if (time_shift_ms_ != 0 && is_time(n.desc, false)) {
+      if (n.v.i >= 0) f.nodes[i].v.i += time_shift_ms_;  // the replay's clock: not counted as a substitution
+      continue;
+    }
     int r = rule_of(n.desc);
     if (r >= 0) edits.push_back({i, r, scope_key(state_rules()[r], f, i, connection)});
   }
@@ -439,8 +480,16 @@ void ReplayState::translate_response(Frame& f, const Frame& recorded_request, ui
   const std::string request_member = member_key(recorded_request);
   for (uint32_t i = f.body + 1; i < f.nodes.size(); ++i) {
     const Node& n = f.nodes[i];
-    if (n.type == WireType::Records) { i = n.end - 1; continue; }
+    if (n.type == WireType::Records) {
+      shift_answer_batches(f, i);
+      i = n.end - 1;
+      continue;
+    }
     if (n.desc == kDescUnknownTag) continue;
+    if (time_shift_ms_ != 0 && is_time(n.desc, true)) {
+      if (n.v.i >= 0) f.nodes[i].v.i += time_shift_ms_;
+      continue;
+    }
     int r = rule_of(n.desc);
     if (r < 0) continue;
     const StateRule& rule = state_rules()[r];

@@ -69,6 +69,13 @@ class ReplayState {
   // into the target's space, so that only real differences remain.
   void translate_response(Frame& recorded, const Frame& recorded_request, uint32_t connection);
 
+  // Record timestamps (CreateTime batches of Produce) and the times a
+  // request names (ListOffsets by time) are moved by this many ms; the
+  // timestamps of recorded answers (ListOffsets) are moved alike before they
+  // are compared (replay/timeshift.hpp). 0: sent as recorded.
+  void set_time_shift(int64_t ms) { time_shift_ms_ = ms; may_rewrite_.clear(); }
+  int64_t time_shift() const { return time_shift_ms_; }
+
   size_t learned() const { return learned_; }
   // The name a recorded topic id (16 bytes) stands for; empty when unknown.
   std::string recorded_topic_name(std::string_view id) const {
@@ -85,7 +92,7 @@ class ReplayState {
   // nothing is renamed: then no request can change, and an answer equal to
   // the recorded one byte for byte teaches nothing new.
   bool substituting() const {
-    return differing_ > 0 || !renames_.group_prefix.empty() || !renames_.topic_prefix.empty() ||
+    return differing_ > 0 || time_shift_ms_ != 0 || !renames_.group_prefix.empty() || !renames_.topic_prefix.empty() ||
            (!live_cluster_id_.empty() && !recorded_cluster_ids_.empty() && !recorded_cluster_ids_.count(live_cluster_id_));
   }
   // Whether a request of this layout has any field rewrite_request could
@@ -107,6 +114,9 @@ class ReplayState {
   bool map_cluster_id(Frame& f, uint32_t node);
   bool follow(Frame& f, uint32_t node);
   int patch_batches(Frame& f, uint32_t records, const std::string& connection_key);
+  // A recorded answer's record batches as the target would hold them after
+  // the time shift: their timestamps moved and CRCs recomputed (nodes only).
+  void shift_answer_batches(Frame& f, uint32_t records) const;
 
   const ProgramSet& ps_;
   RenameOptions renames_;
@@ -121,6 +131,8 @@ class ReplayState {
   std::unordered_map<std::string, bool> recorded_cluster_ids_;
   std::string live_cluster_id_;
   size_t learned_ = 0;
+  int64_t time_shift_ms_ = 0;
+  bool is_time(uint32_t desc, bool response) const;
   size_t differing_ = 0;   // learned values (and topic ids, cluster ids) that differ from the recorded ones
   int entity_of(uint32_t desc) const;
   bool struct_may_rewrite(uint32_t sp, int depth) const;
