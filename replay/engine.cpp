@@ -1154,7 +1154,7 @@ void Engine::time_setup() {
     out_.notes.push_back("timestamps: record timestamps and ListOffsets times moved by " + shift_text(shift) +
                          " (the replay's start minus the capture's " +
                          (recorded_timing ? "first request" : "last request") +
-                         (times.min_age_ms > 0 && times.min_age_ms != INT64_MAX
+                         (times.min_age_ms >= 1000 && times.min_age_ms != INT64_MAX
                               ? ", plus the " + shift_text(times.min_age_ms).substr(1) + " every record was already old when sent"
                               : std::string()) +
                          "); answers compared modulo that shift");
@@ -1223,7 +1223,7 @@ void Engine::time_setup() {
     int64_t keep = 0;
     std::string where;
     if (auto t = topic_configs.find(name); t != topic_configs.end() && retention_of(t->second, keep)) where = "its retention.ms";
-    else if (broker_known) { keep = broker_ms; where = "the broker's log.retention (the topic is not there yet)"; }
+    else if (broker_known) { keep = broker_ms; where = "the broker's log.retention.*: the topic is not there yet"; }
     else continue;
     if (keep < 0) continue;
     const double age = end_ms - static_cast<double>(ts);

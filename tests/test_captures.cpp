@@ -35,7 +35,7 @@ std::string capture(const std::string& name) { return std::string(KWIRE_SOURCE_D
 const std::vector<std::string> kCaptures = {"demo.pcapng",         "stateful.pcapng",   "admin.pcapng",
                                             "plugin-failures.pcapng", "old-client.pcapng", "topology-upgrade.pcapng",
                                             "txn-consumer.pcapng",  "classic-consumer.pcapng", "other-clients.pcapng",
-                                            "go-clients.pcapng", "cluster.pcapng"};
+                                            "go-clients.pcapng", "cluster.pcapng", "aged-records.pcapng"};
 
 // All messages of a capture as JSON lines, in capture order; decoded once per file.
 const std::vector<json>& messages(const std::string& name) {
@@ -955,4 +955,55 @@ TEST(GoClientsCapture, ClassicAndKip848GroupsCommitEveryRecordThenAreDeleted) {
   for (const auto& r : of(cap, 20, "response"))
     for (const auto& t : r["body"]["responses"]) topics[t["name"]] = t["errorCode"];
   EXPECT_EQ(topics, (std::map<std::string, int>{{"go-scratch", 0}}));
+}
+
+// Scenario aged-records (AgedRecordsScenario.java): record i (key "k<i>", value
+// "aged-<i>") goes to partition i % 2 at offset i / 2 with timestamp T + i s, T
+// being 30 days before the scenario ran; offsetsForTimes(T + 5 s) finds records 6
+// (partition 0, offset 3) and 5 (partition 1, offset 2); Admin lists earliest 0,
+// latest 10 and max timestamp 9 on both partitions.
+TEST(AgedRecordsCapture, RecordsAreThirtyDaysOlderThanTheirProduceAndFoundByTime) {
+  const std::string cap = "aged-records.pcapng";
+  constexpr int64_t kThirtyDays = 30LL * 86'400'000;
+  std::map<int, std::pair<int, int64_t>> records;  // i -> (partition, timestamp)
+  for (const auto& q : of(cap, 0, "request")) {
+    const auto sent_ms = static_cast<int64_t>(q["time"].get<double>() * 1000);
+    for (const auto& t : q["body"]["topicData"])
+      for (const auto& p : t["partitionData"])
+        for (const auto& batch : p["records"]) {
+          EXPECT_EQ(batch["attributes"].get<int>() & 0x08, 0) << "CreateTime";
+          for (const auto& r : batch["records"]) {
+            const int i = std::stoi(unbase64(r["key"]).substr(1));
+            EXPECT_EQ(unbase64(r["value"]), "aged-" + std::to_string(i));
+            const int64_t ts = batch["baseTimestamp"].get<int64_t>() + r["timestampDelta"].get<int64_t>();
+            records[i] = {p["index"].get<int>(), ts};
+            // Sent about 30 days after the time it carries (the producer ran for seconds).
+            EXPECT_GT(sent_ms - ts, kThirtyDays - 60'000) << "record " << i;
+            EXPECT_LT(sent_ms - ts, kThirtyDays + 60'000) << "record " << i;
+          }
+        }
+  }
+  ASSERT_EQ(records.size(), 20u);
+  const int64_t base = records.at(0).second;
+  for (const auto& [i, pt] : records) {
+    EXPECT_EQ(pt.first, i % 2) << i;
+    EXPECT_EQ(pt.second, base + i * 1000) << i;
+  }
+  // ListOffsets: by time (T + 5 s), earliest (-2), latest (-1), max timestamp (-3).
+  std::map<int64_t, std::set<std::tuple<int, int64_t, int64_t>>> answers;  // asked -> (partition, offset, timestamp)
+  for (const auto& r : of(cap, 2, "response")) {
+    const json* q = request_of(cap, r);
+    ASSERT_NE(q, nullptr);
+    std::map<int, int64_t> asked;
+    for (const auto& p : (*q)["body"]["topics"][0]["partitions"]) asked[p["partitionIndex"]] = p["timestamp"];
+    for (const auto& p : r["body"]["topics"][0]["partitions"]) {
+      EXPECT_EQ(p["errorCode"], 0);
+      answers[asked.at(p["partitionIndex"])].insert({p["partitionIndex"].get<int>(), p["offset"].get<int64_t>(), p["timestamp"].get<int64_t>()});
+    }
+  }
+  using Set = std::set<std::tuple<int, int64_t, int64_t>>;
+  EXPECT_EQ(answers[base + 5000], (Set{{0, 3, base + 6000}, {1, 2, base + 5000}}));
+  EXPECT_EQ(answers[-2], (Set{{0, 0, -1}, {1, 0, -1}}));
+  EXPECT_EQ(answers[-1], (Set{{0, 10, -1}, {1, 10, -1}}));
+  EXPECT_EQ(answers[-3], (Set{{0, 9, base + 18000}, {1, 9, base + 19000}}));
 }
