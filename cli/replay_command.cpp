@@ -102,7 +102,13 @@ void list_rules() {
                "      compared endpoint by endpoint (host: the mapped one or the one recorded); an\n"
                "      added, removed or renamed listener, another protocol, or a port that maps to\n"
                "      nothing stays a difference\n"
-               "\nRaces (outcome \"race\", not a regression; the exit status ignores them): a\n"
+               "\nTimes (docs/replay.md, \"Time\"): record timestamps in Produce batches and the times\n"
+               "ListOffsets asks for move by the replay's start minus the capture's (--keep-timestamps:\n"
+               "as recorded); recorded ListOffsets timestamps and Fetch batches move alike before they\n"
+               "are compared. Wall-clock times the target stamps are compared as times of the replay's\n"
+               "run (-1 where the capture has -1):\n";
+  for (const auto& w : replay::wall_clock_fields()) std::cout << "  " << w.pattern.text << "\n    " << w.why << "\n";
+  std::cout << "\nRaces (outcome \"race\", not a regression; the exit status ignores them): a\n"
                "difference only in these fields, on a partition that another session's write was\n"
                "racing with (their recorded request/response windows overlap, so the capture does\n"
                "not fix their order, or the target got them in the other order):\n";

@@ -354,6 +354,14 @@ const std::vector<StickyField>& ask_fields() {
   return v;
 }
 
+const std::vector<WallClockField>& wall_clock_fields() {
+  static const std::vector<WallClockField> v = pattern_table<WallClockField>({
+      {"DescribeTransactions:body.transactionStates.transactionStartTimeMs",
+       "when the coordinator saw the transaction's first partition"},
+  });
+  return v;
+}
+
 const std::vector<TimerStatus>& timer_statuses() {
   static const std::vector<TimerStatus> v = {
       {"StreamsGroupHeartbeat", "body.status", "statusCode", 5},  // ASSIGNMENT_DELAYED
@@ -645,6 +653,7 @@ class Walker {
         if (host_config_value(r, l, a, b)) return;
         if (replica_config_value(r, l, a, b)) return;
         if (config_source(r, l, a, b)) return;
+        if (wall_clock(r, l, a, b)) return;
         if (segs_.back() == "replicationFactor" && is_integer(rn.type) && shape_count(rn.v.i, ln.v.i)) {
           shape(a, b, replicas_why());
           return;
@@ -656,6 +665,24 @@ class Walker {
         }
       }
     }
+  }
+
+  // A wall_clock_fields() value: a live time within the replay's run where the
+  // capture has a time (an ignored difference, true); anything else is
+  // compared as a value (false).
+  bool wall_clock(uint32_t r, uint32_t l, const std::string& a, const std::string& b) {
+    constexpr int64_t kSlackMs = 1000;
+    const Node& rn = rec_.nodes[r];
+    const Node& ln = live_.nodes[l];
+    if (!is_integer(rn.type) || opts_.run_from_ms <= 0 || rn.v.i < 0 || ln.v.i < 0) return false;
+    std::vector<std::string_view> segs(segs_.begin(), segs_.end());
+    bool listed = false;
+    for (const auto& w : wall_clock_fields()) listed = listed || w.pattern.matches_exactly(api_, segs);
+    if (!listed) return false;
+    const int64_t to = opts_.run_to_ms > 0 ? opts_.run_to_ms : INT64_MAX - kSlackMs;
+    if (ln.v.i < opts_.run_from_ms - kSlackMs || ln.v.i > to + kSlackMs) return false;
+    out_.push_back({path_, a, b, std::string(kWallClockRule), true});
+    return true;
   }
 
   // A DescribeConfigs value of one of host_configs(): handled here (true) or

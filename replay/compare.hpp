@@ -96,7 +96,24 @@ struct CompareOptions {
   // "host:port", where known).
   std::vector<int32_t> target_nodes;
   const std::map<int32_t, std::string>* target_endpoints = nullptr;
+  // The replay's run on the wall clock (ms since the epoch; 0: not known):
+  // a wall-clock time the target stamps (wall_clock_fields()) is compared as
+  // a time of this run, not as the recorded value.
+  int64_t run_from_ms = 0, run_to_ms = 0;
 };
+inline constexpr std::string_view kWallClockRule = "a wall-clock time of the replay's run";
+
+// Fields that hold the time the broker stamped something at (a transaction's
+// start): a value of the capture's day on one side and of the replay's on the
+// other. Compared as times: -1 (none) where the capture has none, and else a
+// time within the replay's run (CompareOptions::run_from_ms/run_to_ms, with a
+// second of slack for clocks read apart). Recorded record timestamps are not
+// here: they move with the replay's clock (replay/timeshift.hpp).
+struct WallClockField {
+  PathPattern pattern;
+  std::string why;
+};
+const std::vector<WallClockField>& wall_clock_fields();
 inline constexpr std::string_view kShapeRule = "shape: ";
 
 // Arrays of values that Kafka treats as sets (partition numbers of an

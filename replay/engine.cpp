@@ -1143,6 +1143,7 @@ void Engine::listener_notes() {
 void Engine::time_setup() {
   const CaptureTimes times = capture_times(ps_, rec_);
   const int64_t start_ms = wall_ns() / 1'000'000;
+  cmp_.run_from_ms = start_ms;
   const bool recorded_timing = o_.timing == ReplayOptions::Timing::Recorded && o_.speed <= 1.0;
   const int64_t shift = o_.keep_timestamps ? 0 : choose_shift(times, start_ms, recorded_timing);
   state_.set_time_shift(shift);
@@ -2409,6 +2410,7 @@ void Engine::answered(LiveConn& c, InFlight f, std::span<const uint8_t> msg, int
     cmp_.target_endpoints = !listeners_[c.listener].endpoints.empty() ? &listeners_[c.listener].endpoints
                             : c.listener == 0                        ? &target_view_.brokers()
                                                                      : nullptr;
+  cmp_.run_to_ms = wall_ns() / 1'000'000;
   compare(ps_, recorded_resp_, live_, cmp_, r.differences, &sticky_, std::to_string(c.s->id));
   if ((request_routing() || cluster_routing()) && r.api_name == "ListGroups" && !o_.map.count(c.s->broker.str()))
     groups_elsewhere(c, r.differences);

@@ -244,3 +244,65 @@ TEST(TimeShift, ProduceBatchesMoveAndTheirOldestTimePerTopicIsRead) {
 
 }  // namespace
 }  // namespace kwire
+
+namespace kwire {
+namespace {
+
+// DescribeTransactions v0 response: one transaction started at `start_ms`.
+std::vector<uint8_t> describe_transactions(int64_t start_ms) {
+  Bytes b;
+  b.i32(5).tags0().i32(0)                                           // correlation id, header tags, ThrottleTimeMs
+      .carr(1).i16(0).cstr("txn-a").cstr("Ongoing").i32(60000).i64(start_ms).i64(7).i16(0)
+      .carr(1).cstr("orders").carr(1).i32(0).tags0()               // Topics: orders [0]
+      .tags0().tags0();
+  return b.message();
+}
+
+std::vector<replay::Difference> compare_times(int64_t recorded, int64_t live, const replay::CompareOptions& o) {
+  FrameDecoder d(ps());
+  const auto rb = describe_transactions(recorded), lb = describe_transactions(live);
+  Frame rec, lv;
+  d.decode_response(rb, 65, 0, rec);
+  d.decode_response(lb, 65, 0, lv);
+  EXPECT_TRUE(rec.ok() && lv.ok());
+  std::vector<replay::Difference> out;
+  replay::compare(ps(), rec, lv, o, out);
+  return out;
+}
+
+TEST(WallClock, ATransactionsStartTimeIsATimeOfTheReplaysRun) {
+  replay::CompareOptions o;
+  o.run_from_ms = k2026_11_29 + 8 * kDay;
+  o.run_to_ms = o.run_from_ms + 20'000;
+  // Recorded on 2026-11-29, started 5 s into the replay: the same, as a time.
+  auto d = compare_times(k2026_11_29 + 3000, o.run_from_ms + 5000, o);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_TRUE(d[0].ignored);
+  EXPECT_EQ(d[0].rule, replay::kWallClockRule);
+  EXPECT_EQ(d[0].path, "body.transactionStates[0].transactionStartTimeMs");
+  // Clocks read apart: a second of slack either side.
+  EXPECT_TRUE(compare_times(k2026_11_29, o.run_from_ms - 900, o).front().ignored);
+  EXPECT_TRUE(compare_times(k2026_11_29, o.run_to_ms + 900, o).front().ignored);
+  // Before the replay began, or after its last answer: not a time of this run.
+  d = compare_times(k2026_11_29, o.run_from_ms - 60'000, o);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_FALSE(d[0].ignored);
+  d = compare_times(k2026_11_29, o.run_to_ms + 60'000, o);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_FALSE(d[0].ignored);
+  // -1 (no transaction running) is a value: -1 on both sides is the same, a time against -1 is not.
+  EXPECT_TRUE(compare_times(-1, -1, o).empty());
+  d = compare_times(-1, o.run_from_ms + 5000, o);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_FALSE(d[0].ignored);
+  d = compare_times(k2026_11_29, -1, o);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_FALSE(d[0].ignored);
+  // Without a run (compare outside a replay), the values are compared as they are.
+  d = compare_times(k2026_11_29, o.run_from_ms + 5000, {});
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_FALSE(d[0].ignored);
+}
+
+}  // namespace
+}  // namespace kwire
