@@ -453,6 +453,10 @@ struct LiveConn {
   // Recorded with a login, replayed to a target listener without SASL: the
   // recorded SaslHandshake and SaslAuthenticate are not sent.
   bool drop_login = false;
+  // Its connection was lost during or after its replayed login and kwire
+  // logged the new one in: the rest of the recorded login is not sent.
+  bool relogin = false;
+  bool login_begun = false;          // its recorded SaslHandshake (or first SaslAuthenticate) was sent
   size_t listener = 0;               // Engine::listeners_: the target listener its links go to
   bool tls = false;                  // that listener's
   // In a cluster, a session that talks to one group's or one transaction's
@@ -1542,12 +1546,22 @@ void Engine::tls_step(LiveConn& c, int64_t now) {
 }
 
 void Engine::up(LiveConn& c, int64_t now) {
-  if (c.login_first) {
+  // A session that replays its own login (its recorded SaslHandshake and
+  // SaslAuthenticate) and lost its connection once that login had begun: the
+  // new connection logs in too, as a client does on every connection, and
+  // what is left of the recorded login is not sent. Nothing is sent on a
+  // connection before its login completes.
+  const SaslLogin* login = c.login_first;
+  if (!login && !c.owner && c.sasl && c.login_begun) {
+    login = &c.sasl->login();
+    c.relogin = true;
+  }
+  if (login) {
     // A login of kwire's own, not compared: one request at a time on the new
     // connection, with a deadline, before any of the session's requests.
     Control ctl(std::move(c.link));
     std::string error;
-    const bool ok = control_login(ctl, c.target, *c.login_first, false, error);
+    const bool ok = control_login(ctl, c.target, *login, false, error);
     c.link = ctl.release();
     if (!ok) { drop(c, now, "cannot log in: " + error); return; }
   }
@@ -1649,6 +1663,7 @@ void Engine::collect_shape() {
 
 bool Engine::prepare_request(LiveConn& c, const Exchange& e, uint32_t idx, std::vector<uint8_t>& bytes, bool& skip) {
   const int32_t corr = ++c.corr;
+  if (c.sasl && (e.api_key == 17 || e.api_key == 36)) c.login_begun = true;
   const MessageProgram* m = ps_.find(e.api_key, e.api_version, Direction::Request);
   const bool login = c.sasl && m && m->api_name == "SaslAuthenticate";
   const bool node_id = e.api_key == 18 && e.api_version >= 5 && c.target_node >= 0;  // see below
@@ -1764,8 +1779,10 @@ void Engine::pump(LiveConn& c, int64_t now, int64_t& wake) {
       ++c.next;
       continue;
     }
-    if (c.drop_login && (e.api_key == 17 /* SaslHandshake */ || e.api_key == 36 /* SaslAuthenticate */)) {
-      finish(c, idx, Outcome::Skipped, "not sent: the target listener " + c.target + " does not use SASL");
+    if ((c.drop_login || c.relogin) && (e.api_key == 17 /* SaslHandshake */ || e.api_key == 36 /* SaslAuthenticate */)) {
+      finish(c, idx, Outcome::Skipped,
+             c.drop_login ? "not sent: the target listener " + c.target + " does not use SASL"
+                          : "not sent: the connection was lost during the login, and kwire logged its new one in");
       ++c.next;
       continue;
     }

@@ -68,6 +68,12 @@
 #               its secrets blocks) against a fresh SASL_SSL broker, --tls-ca and
 #               --sasl-scram-256: exit 0, 0 regressions, every SaslAuthenticate the same;
 #               a wrong password, and no --tls-ca, each exit 2 naming the reason.
+#   tls-relogin captures/tls/scram-secrets.pcapng against a SASL_SSL broker that closes
+#               connections idle for 1 s (connections.max.idle.ms=1000), in recorded
+#               timing: the consumer's 2 s heartbeat gaps lose it connections, kwire logs
+#               each new one in before anything else is sent on it: exit 0, clean, some
+#               sessions reconnected, and the broker logged no request that came before a
+#               login.
 #   tls-clean   the captures of scenario tls, in the order they were recorded, over TLS
 #               (--tls-ca) against two SSL brokers configured as theirs was (started together):
 #               streams-tls13 and tls12 on the SSL listener in recorded timing on one broker;
@@ -696,6 +702,21 @@ PY
     (( RC == 1 )) || fail "exit status $RC with a spent budget, expected 1"
     (( SECONDS - t0 < 20 )) || fail "a 4 s budget took $((SECONDS - t0)) s"
     [[ $(json "r['summary']['stopped']") == "budget spent" ]] || fail "the report does not say the budget was spent"
+    note "ok"
+    ;;
+tls-relogin)
+    KWIRE_BROKER_SSL=1 start_broker "group.consumer.min.heartbeat.interval.ms=1000" "group.consumer.heartbeat.interval.ms=2000" \
+        "connections.max.idle.ms=1000"
+    replay -r "$REPO/captures/demo.pcapng" --api FindCoordinator --timing fast -q   # __consumer_offsets, as in tls-scram
+    PORT=$SASL_SSL_PORT
+    replay -r "$REPO/captures/tls/scram-secrets.pcapng" --setup -q --tls-ca "$TLS_CA_PEM" \
+        --sasl-scram-256 "$SCRAM_USER:$SCRAM_PASSWORD"
+    MIN_SENT=40 expect_clean
+    reconnects=$(json "sum(s['reconnects'] for s in r['sessions'])")
+    (( reconnects > 0 )) || fail "no session lost its connection: the test checks nothing"
+    note "$reconnects reconnects, each logged in first"
+    ! grep -q "during SASL handshake\|Unexpected Kafka request" "$WORK/broker.log" \
+        || fail "the broker saw a request before a login: $(grep -m1 'Unexpected Kafka request' "$WORK/broker.log")"
     note "ok"
     ;;
 tls-scram)
