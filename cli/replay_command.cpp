@@ -289,8 +289,9 @@ std::vector<Option> target_options(const std::string& who, std::vector<replay::H
         return true;
       }));
   out.push_back(value({pre + "map"}, "ADDR:PORT=[PROTOCOL://]HOST:PORT",
-                      also("--map", "send what went to recorded broker ADDR:PORT to HOST:PORT instead (repeatable); "
-                                    "kwire connects to no other address"),
+                      also("--map", "ADDR:PORT is at HOST:PORT (repeatable): a recorded broker's sessions start there, and an "
+                                    "address the target advertises is reached there (a port-forward, a NAT); each request "
+                                    "still goes where its role lives"),
                       [&map, &protocols, option = pre + "map"](const std::string& v, std::string& error) {
                         const auto eq = v.find('=');
                         replay::HostPort from, to;

@@ -588,13 +588,28 @@ class Engine {
   // the capture or the target has more than one kind.
   void listener_notes();
   bool cluster_routing() const { return target_view_learnt_ && recorded_view_.brokers().size() >= 2; }
+  // The target's node that kwire reaches at `hostport`: the node advertised
+  // there, or the one whose advertised address --map says is reached there.
   int32_t target_node_at(const std::string& hostport) const {
     for (const auto& l : listeners_)
       for (const auto& [node, endpoint] : l.endpoints)
-        if (endpoint == hostport) return node;
+        if (endpoint == hostport || reach(endpoint) == hostport) return node;
     for (const auto& [node, endpoint] : target_view_.brokers())
-      if (endpoint == hostport) return node;
+      if (endpoint == hostport || reach(endpoint) == hostport) return node;
     return -1;
+  }
+  // Where kwire connects for an address the target advertises ("host:port"):
+  // --map's destination when it names that address (a port-forward, a NAT),
+  // else the address itself.
+  std::string reach(const std::string& advertised) const {
+    auto m = o_.map.find(advertised);
+    return m == o_.map.end() ? advertised : m->second.str();
+  }
+  bool reach(const std::string& advertised, HostPort& hp) const {
+    std::string error;
+    auto m = o_.map.find(advertised);
+    if (m != o_.map.end()) { hp = m->second; return true; }
+    return parse_host_port(advertised, hp, error);
   }
   void classify_coordinator_session(LiveConn& c);
   // ListGroups lists the groups the asked broker coordinates: a group one
@@ -1046,7 +1061,7 @@ void Engine::route_to_coordinator(LiveConn& c) {
   HostPort hp;
   std::string error;
   Address a;
-  if (node == ClusterView::kUnknown || !parse_host_port(endpoint_on(c.listener, node), hp, error) || !resolve_address(hp, a, error)) {
+  if (node == ClusterView::kUnknown || !reach(endpoint_on(c.listener, node), hp) || !resolve_address(hp, a, error)) {
     ++coordinator_unknown_;
     return;
   }
@@ -1067,9 +1082,8 @@ HostPort Engine::route(const Endpoint& broker, size_t listener) const {
   if (!target_view_learnt_ || recorded_view_.brokers().size() < 2) return bootstrap;
   if (const int32_t node = recorded_view_.node_at(broker.str()); node != ClusterView::kUnknown) {
     HostPort hp;
-    std::string ignored;
     const std::string live = endpoint_on(listener, node);
-    if (!live.empty() && parse_host_port(live, hp, ignored)) return hp;
+    if (!live.empty() && reach(live, hp)) return hp;
   }
   return bootstrap;
 }
@@ -1104,7 +1118,8 @@ void Engine::cluster_notes() {
     const std::string live = target_view_.endpoint(node);
     line += " node " + std::to_string(node) + " " + endpoint + " -> ";
     if (pinned) line += o_.map.at(endpoint).str() + " (--map);";
-    else if (!live.empty()) line += "node " + std::to_string(node) + " " + live + ";";
+    else if (!live.empty())
+      line += "node " + std::to_string(node) + " " + live + (reach(live) != live ? " (reached at " + reach(live) + ", --map)" : "") + ";";
     else line += o_.target.str() + " (--target);", missing.push_back(node);
   }
   line.pop_back();
@@ -1113,8 +1128,8 @@ void Engine::cluster_notes() {
     std::string ids;
     for (int32_t n : missing) ids += (ids.empty() ? "" : ", ") + std::to_string(n);
     out_.notes.push_back("the target has no node " + ids + ": their sessions go to " + o_.target.str() +
-                         " (their ApiVersions name its node), and each request where its role lives; --map pins a "
-                         "recorded broker to a target broker");
+                         " (their ApiVersions name its node), and each request where its role lives; --map names the "
+                         "target broker a recorded one is");
   }
 }
 
@@ -1443,11 +1458,16 @@ bool Engine::prepare(std::string& error) {
     c.addr = t->second;
     c.target = t->first.str();
     c.host = t->first.host;
-    // A client listener of the recorded broker stands for the target's
-    // (a broker's own connections to its controller do not: skipped).
-    if (s.skip.empty() || c.sasl) endpoints_.add(s.broker.str(), c.target);
-    sr.target = c.target;
     c.target_node = target_node_at(c.target);
+    // A client listener of the recorded broker stands for the target's
+    // (a broker's own connections to its controller do not: skipped): as the
+    // target advertises it, where kwire reaches it elsewhere (--map).
+    std::string seen_as = c.target;
+    if (c.target_node >= 0)
+      if (const std::string adv = endpoint_on(listener, c.target_node); !adv.empty() && adv != c.target && reach(adv) == c.target)
+        seen_as = adv;
+    if (s.skip.empty() || c.sasl) endpoints_.add(s.broker.str(), seen_as);
+    sr.target = c.target;
     if (!o_.conns.empty() && !o_.conns.count(s.id)) c.filtered_session = true, sr.skip = "not chosen (--conn)";
     if (!o_.groups.empty() && !c.filtered_session) {
       // A session is chosen when one of its requests names one of the groups.
@@ -1464,7 +1484,7 @@ bool Engine::prepare(std::string& error) {
       if (!hit) c.filtered_session = true, sr.skip = "names none of the groups (--group)";
     }
     if (!sr.skip.empty() && !c.filtered_session) c.filtered_session = true;
-    if (cluster_routing() && !c.filtered_session && !o_.map.count(s.broker.str())) classify_coordinator_session(c);
+    if (cluster_routing() && !c.filtered_session) classify_coordinator_session(c);
     out_.sessions.push_back(sr);
     for (uint32_t i = 0; i < s.exchanges.size(); ++i) {
       const Exchange& e = s.exchanges[i];
@@ -1931,7 +1951,7 @@ LiveConn& Engine::link_to(LiveConn& c, int32_t node) {
     HostPort hp;
     Address a;
     std::string error;
-    if (!parse_host_port(endpoint_on(c.listener, node), hp, error) || hp.str() == c.target || !resolve_address(hp, a, error))
+    if (!reach(endpoint_on(c.listener, node), hp) || hp.str() == c.target || !resolve_address(hp, a, error))
       return c;
     LiveConn& side = conns_.emplace_back();
     side.owner = &c;
@@ -1952,7 +1972,7 @@ LiveConn& Engine::link_to(LiveConn& c, int32_t node) {
 }
 
 void Engine::dispatch(LiveConn& c, InFlight f, int64_t now, bool first) {
-  const bool routing = request_routing() && !o_.map.count(c.s->broker.str());
+  const bool routing = request_routing();
   if (routing && f.expects) {
     const Exchange& e = c.s->exchanges[f.exchange];
     const MessageProgram* m = ps_.find(e.api_key, e.api_version, Direction::Request);
@@ -2300,7 +2320,7 @@ void Engine::answered(LiveConn& c, InFlight f, std::span<const uint8_t> msg, int
     dec_.decode_request(f.bytes, sent);
     target_view_.learn(sent, live_, ps_);
   }
-  if (request_routing() && live_.ok() && !o_.map.count(c.s->broker.str())) refresh_view(live_, e, now);
+  if (request_routing() && live_.ok()) refresh_view(live_, e, now);
   dec_.decode_response(e.response, e.api_key, e.api_version, recorded_resp_);
   bool coordinator_only = false;
   const int live_class = error_class(ps_, live_, &coordinator_only);
@@ -2429,7 +2449,7 @@ void Engine::answered(LiveConn& c, InFlight f, std::span<const uint8_t> msg, int
                                                                      : nullptr;
   cmp_.run_to_ms = wall_ns() / 1'000'000;
   compare(ps_, recorded_resp_, live_, cmp_, r.differences, &sticky_, std::to_string(c.s->id));
-  if ((request_routing() || cluster_routing()) && r.api_name == "ListGroups" && !o_.map.count(c.s->broker.str()))
+  if ((request_routing() || cluster_routing()) && r.api_name == "ListGroups")
     groups_elsewhere(c, r.differences);
   if (o_.on_response) {
     std::vector<std::pair<std::string, std::string>> add;

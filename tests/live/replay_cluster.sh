@@ -47,6 +47,11 @@
 # Then a differential replay: the capture to a fresh baseline cluster and, at once, to a
 # candidate cluster with a changed min.insync.replicas: that value is named, nothing else.
 #
+# Then --map into three fresh clusters at once: naming each recorded broker's target
+# broker, on the recorded hosts and on other addresses, and naming only where the
+# target's advertised addresses are reached (port-forwards): clean, requests where their
+# role lives, and through the forwards only.
+#
 # Every cluster has the recording's broker setting (captures/MANIFEST.md).
 set -euo pipefail
 
@@ -441,4 +446,79 @@ EOF7
 grep -Eq '^        body\.topics\[[0-9]+\]\.configs\[[0-9]+\]\.value: baseline "1", candidate "4"  \(baseline as the capture\)$' "$WORK/replay.out" \
     || fail "changed cluster: the text report does not show the config as a first divergence"
 note "changed cluster: exit 1 in $took s (the capture lasts $span s)"
+for name in changed base; do drop_cluster "$name"; unset "CLUSTERS[$name]"; done
+CLUSTER_SH=
+
+# --map, three ways, into three fresh clusters started together, fast timing, at once:
+# - hosts: a cluster on the recorded hosts (127.0.0.11-13, another port), --map naming
+#   each recorded broker's target broker;
+# - other: on other addresses (127.0.0.41-43), the same;
+# - forward: on 127.0.0.81-83, reached only through port-forwards on 127.0.0.1
+#   (tests/live/tcp_forward.py), --map naming where each address the target
+#   advertises is reached, --target a forward.
+# --map says where a broker is, never where a request goes: each replay is clean (exit
+# 0, no regression, nothing unanswered), and requests went where their role lives
+# (the notes count those that left their session's node). The forward replay's own
+# traffic (--record-out, read by tshark) connected to the forwards only.
+for name in hosts other forward; do mkdir -p "$WORK/$name"; done
+launch_cluster 3 127.0.0.11 hosts
+launch_cluster 3 127.0.0.41 other
+launch_cluster 3 127.0.0.81 forward
+for name in hosts other forward; do wait_cluster 3 "$name"; done
+map_args() {  # NAME: --map of each recorded broker to the node of its id
+    local k
+    (source "$WORK/$1.env"; for k in 1 2 3; do a="NODE_${k}_ADDR"; printf -- '--map\n127.0.0.1%s:%s=%s:%s\n' "$k" "$RECORDED_PORT" "${!a}" "$BROKER_PORT"; done)
+}
+advertised=()
+for k in 1 2 3; do advertised+=("$(source "$WORK/forward.env"; a="NODE_${k}_ADDR"; echo "${!a}:$BROKER_PORT")"); done
+python3 "$HERE/tcp_forward.py" "$WORK/forwards" "${advertised[@]}" >"$WORK/forward.log" 2>&1 &
+FORWARD=$!
+t0=$SECONDS
+until [[ -s $WORK/forwards ]]; do
+    kill -0 "$FORWARD" 2>/dev/null || { cat "$WORK/forward.log" >&2; fail "tcp_forward.py exited"; }
+    (( SECONDS - t0 < 30 )) || fail "tcp_forward.py did not listen within 30 s"
+    sleep 0.2
+done
+forward_maps=()
+while read -r adv local; do forward_maps+=(--map "$adv=$local"); done <"$WORK/forwards"
+forward_target=$(head -1 "$WORK/forwards" | cut -d' ' -f2)
+replays=()
+for name in hosts other forward; do
+    (
+        if [[ $name == forward ]]; then
+            args=(--target "$forward_target" "${forward_maps[@]}" --record-out "$WORK/forward.pcapng")
+        else
+            mapfile -t args < <(map_args "$name")
+            args+=(--target "$(source "$WORK/$name.env"; echo "$NODE_1_ADDR:$BROKER_PORT")")
+        fi
+        rc=0
+        "$KWIRE" replay -r "$CAPTURE" "${args[@]}" --timing fast -q --report "$WORK/map-$name.json" \
+            >"$WORK/replay-map-$name.out" 2>&1 || rc=$?
+        echo "$rc" >"$WORK/map-$name.rc"
+    ) &
+    replays+=($!)
+done
+wait "${replays[@]}"
+kill "$FORWARD" 2>/dev/null || true
+for name in hosts other forward; do
+    python3 - "$WORK/map-$name.json" "$(cat "$WORK/map-$name.rc")" "$name" <<'EOF9' || { tail -n 40 "$WORK/replay-map-$name.out" >&2; fail "see above"; }
+import json, re, sys
+r, rc, name = json.load(open(sys.argv[1])), int(sys.argv[2]), sys.argv[3]
+s, notes = r["summary"], "\n".join(r["notes"])
+routed = re.search(r"(\d+) requests? went to another target node", notes)
+errors = [e for ok, e in [(rc == 0, f"kwire replay exited {rc}"),
+                          (s["regressions"] == 0, f"{s['regressions']} regressions, first: {r['regressions'][:3]}"),
+                          (s["unanswered"] == 0, f"{s['unanswered']} unanswered"),
+                          (s["sent"] > 500, f"{s['sent']} requests sent"),
+                          (r["brokers"] == {"capture": 3, "target": 3}, f"brokers {r['brokers']}")] if not ok]
+for e in errors: print(f"replay_cluster: FAIL (--map, {name}):", e, file=sys.stderr)
+if errors: sys.exit(1)
+print(f"replay_cluster: --map ({name}) clean: {s['sent']} requests, {routed.group(1) if routed else 0} of them to "
+      "another node than their session's, where their role lives")
+EOF9
+done
+dests=$(tshark -r "$WORK/forward.pcapng" -Y "tcp.flags.syn == 1 && tcp.flags.ack == 0" -T fields -e ip.dst -e tcp.dstport | sort -u)
+want=$(cut -d' ' -f2 "$WORK/forwards" | tr ':' '\t' | sort -u)
+[[ $dests == "$want" ]] || fail "--map (forward): the replay connected to $(echo $dests), not only to the forwards $(echo $want)"
+note "--map (forward): every connection went through a forward"
 note "ok"
