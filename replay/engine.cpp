@@ -32,6 +32,7 @@
 #include "replay/cluster.hpp"
 #include "replay/concurrency.hpp"
 #include "replay/routing.hpp"
+#include "replay/order.hpp"
 #include "replay/split.hpp"
 #include "replay/timeshift.hpp"
 #include "wire/message_builder.hpp"
@@ -457,6 +458,9 @@ struct LiveConn {
   // logged the new one in: the rest of the recorded login is not sent.
   bool relogin = false;
   bool login_begun = false;          // its recorded SaslHandshake (or first SaslAuthenticate) was sent
+  // Per exchange: other sessions' responses it waits for beyond its own
+  // `after` (replay/order.hpp); null: none.
+  const std::vector<std::vector<OrderWait>>* waits = nullptr;
   size_t listener = 0;               // Engine::listeners_: the target listener its links go to
   bool tls = false;                  // that listener's
   // In a cluster, a session that talks to one group's or one transaction's
@@ -557,6 +561,12 @@ class Engine {
   std::deque<LiveConn> conns_;       // a deque: side links are added as the run goes, references stay
   std::vector<bool> resolved_;
   uint64_t prefix_ = 0;              // responses 0..prefix_-1 are all resolved
+  OrderWaits order_;                 // replay/order.hpp: what each request waits for across sessions
+  bool waits_met(const std::vector<OrderWait>& w) const {
+    for (const OrderWait& x : w)
+      if (x.response_seq < resolved_.size() && !resolved_[x.response_seq]) return false;
+    return true;
+  }
   TargetInfo target_;
   TrafficWriter traffic_;
   std::unique_ptr<TlsContext> tls_;
@@ -1406,6 +1416,20 @@ bool Engine::prepare(std::string& error) {
   int logins_added = 0;                      // sessions recorded without a login that log in first
   std::string added_with;                    // their mechanisms
   int logins_dropped = 0;                    // sessions recorded with a login, to a listener without SASL
+  order_ = cross_session_order(ps_, rec_);
+  if (const OrderCounts n = count_waits(order_); n.write_before_read || n.txn_end_before_read || n.read_before_truncation) {
+    auto many = [](uint64_t k, const char* one, const char* more) { return std::to_string(k) + " " + (k == 1 ? one : more); };
+    std::string line = "order across sessions, as the capture's brokers saw it:";
+    if (n.write_before_read)
+      line += " " + many(n.write_before_read, "read waits", "reads wait") + " for a write another session sent first;";
+    if (n.txn_end_before_read)
+      line += " " + many(n.txn_end_before_read, "read_committed fetch waits", "read_committed fetches wait") + " for a transaction's end;";
+    if (n.read_before_truncation)
+      line += " " + many(n.read_before_truncation, "truncation (DeleteRecords) waits", "truncations (DeleteRecords) wait") +
+              " for a read sent before it;";
+    line.pop_back();
+    out_.notes.push_back(line);
+  }
   for (const auto& s : rec_.sessions) {
     SessionResult sr;
     sr.id = s.id;
@@ -1507,6 +1531,7 @@ bool Engine::prepare(std::string& error) {
         last = std::max(last, e.request_us);
       }
     }
+    c.waits = &order_[static_cast<size_t>(&s - rec_.sessions.data())];
     conns_.push_back(std::move(c));
   }
   for (const auto& [mechanism, n] : sasl_skipped) {
@@ -1840,6 +1865,7 @@ void Engine::pump(LiveConn& c, int64_t now, int64_t& wake) {
     }
     if (c.st != LiveConn::St::Up) return;
     if (e.after > prefix_) return;  // an earlier response of the capture is still awaited
+    if (c.waits && !waits_met((*c.waits)[idx])) return;  // another session's write (or read) reached the broker first
     if (o_.lockstep && !o_.lockstep->reached(e.after)) return;  // another target is not that far yet
     if (in_flight(c) + 1 > std::max<uint32_t>(e.depth, 1)) return;
     if (o_.timing == ReplayOptions::Timing::Recorded) {
