@@ -5,7 +5,7 @@ BUILD_TEST ?= build-test
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all build demo test test-distro bench bench-record bench-replay bench-replay-cluster bench-replay-diff deps clean captures conformance fuzz-smoke install-plugin
+.PHONY: all build demo test test-distro bench bench-record bench-replay bench-replay-memory bench-replay-cluster bench-replay-diff deps clean captures conformance fuzz-smoke install-plugin
 
 all: build
 
@@ -116,6 +116,15 @@ bench-replay:
 	cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DKWIRE_BENCH=ON -DKWIRE_TESTS=OFF
 	cmake --build build-bench -j $(JOBS) --target kwire kwire-replay-fixture
 	bench/replay-bench build-bench
+
+# kwire replay's peak RSS as the capture grows 1, 4 and 16 times (fast timing,
+# most answers differing), beside kwire decode -c 0 of the same captures. See
+# bench/replay-memory.
+bench-replay-memory:
+	@tools/install-deps bench
+	cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DKWIRE_BENCH=ON -DKWIRE_TESTS=OFF
+	cmake --build build-bench -j $(JOBS) --target kwire kwire-replay-fixture
+	bench/replay-memory build-bench
 
 # kwire replay to three targets at once (differential) against one: CPU per
 # recorded request, same session. See bench/replay-diff-bench.
