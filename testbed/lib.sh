@@ -72,15 +72,21 @@ testbed_kafka_cp() {  # version
 </project>
 POM
 )
-    if [[ ! -s $stamp || ! -f $dir/pom.xml || $(cat "$dir/pom.xml") != "$pom" ]]; then
-        echo "testbed: resolving org.apache.kafka:kafka_2.13:$version ($dir/pom.xml)" >&2
-        printf '%s\n' "$pom" > "$dir/pom.xml"
-        rm -f "$stamp"
-        mvn -q -f "$dir/pom.xml" org.apache.maven.plugins:maven-dependency-plugin:3.6.1:build-classpath \
-            -Dmdep.includeScope=runtime -Dmdep.outputFile="$stamp.tmp" >&2
-        [[ -s $stamp.tmp ]] || { echo "testbed: no classpath for Kafka $version in $stamp.tmp" >&2; return 1; }
-        mv "$stamp.tmp" "$stamp"
-    fi
+    # Brokers of one release started together (a differential replay's baseline
+    # and secondary) resolve it once: the first holds the lock, the others then
+    # find its classpath.
+    (
+        flock 9
+        if [[ ! -s $stamp || ! -f $dir/pom.xml || $(cat "$dir/pom.xml") != "$pom" ]]; then
+            echo "testbed: resolving org.apache.kafka:kafka_2.13:$version ($dir/pom.xml)" >&2
+            printf '%s\n' "$pom" > "$dir/pom.xml"
+            rm -f "$stamp"
+            mvn -q -f "$dir/pom.xml" org.apache.maven.plugins:maven-dependency-plugin:3.6.1:build-classpath \
+                -Dmdep.includeScope=runtime -Dmdep.outputFile="$stamp.tmp" >&2
+            [[ -s $stamp.tmp ]] || { echo "testbed: no classpath for Kafka $version in $stamp.tmp" >&2; exit 1; }
+            mv "$stamp.tmp" "$stamp"
+        fi
+    ) 9>"$dir/.lock" || return 1
     KAFKA_CP=$(cat "$stamp")
 }
 
