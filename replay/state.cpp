@@ -353,6 +353,19 @@ namespace {
 // where the CRC-32C starts (attributes) relative to the batch.
 constexpr size_t kBatchCrcAt = 17, kBatchAttributesAt = 21, kBatchProducerIdAt = 43, kBatchProducerEpochAt = 51;
 
+// Where whole record batch `b` of records node `records` lies in that node's
+// bytes, [at, end), by its BatchLength; false for a batch cut short (at a
+// fetch limit) or shorter than a v2 header.
+bool batch_bounds(const Frame& f, const ProgramSet& ps, uint32_t records, uint32_t b, int64_t& at, int64_t& end) {
+  const Node& rn = f.nodes[records];
+  const Node* length = child(f, ps, b, "BatchLength");
+  // Batch nodes carry offsets into the message; the records data starts at rn.v.p.
+  at = static_cast<int64_t>(f.nodes[b].offset) - (rn.v.p - f.message.data());
+  if (!length || at < 0) return false;
+  end = at + 12 + length->v.i;
+  return end <= static_cast<int64_t>(rn.aux) && at + 61 <= end;
+}
+
 }  // namespace
 
 bool ReplayState::is_time(uint32_t desc, bool response) const {
@@ -367,25 +380,18 @@ bool ReplayState::is_time(uint32_t desc, bool response) const {
 int ReplayState::patch_batches(Frame& f, uint32_t records, const std::string& /*connection_key*/) {
   Node& rn = f.nodes[records];
   if (rn.is_null() || rn.aux == 0) return 0;
-  const uint8_t* data = rn.v.p;
-  std::string copy(reinterpret_cast<const char*>(data), rn.aux);
-  // Batch nodes carry offsets into the message; the records data starts here.
-  const int64_t base = data - f.message.data();
+  std::string copy(reinterpret_cast<const char*>(rn.v.p), rn.aux);
   int changed = 0;
   for (uint32_t b : Children(f, records)) {
-    const Node& batch = f.nodes[b];
-    if (batch.desc != kDescRecordBatch) continue;
-    int64_t at = static_cast<int64_t>(batch.offset) - base;
-    const Node* length = child(f, ps_, b, "BatchLength");
+    if (f.nodes[b].desc != kDescRecordBatch) continue;
     const Node* pid = nullptr;
     const Node* epoch = nullptr;
     for (uint32_t c : Children(f, b)) {
       if (f.nodes[c].desc == kDescProducerId) pid = &f.nodes[c];
       if (f.nodes[c].desc == kDescProducerEpoch) epoch = &f.nodes[c];
     }
-    if (!length || !pid || !epoch || at < 0) continue;
-    int64_t end = at + 12 + length->v.i;
-    if (end > static_cast<int64_t>(copy.size()) || at + 61 > end) continue;
+    int64_t at = 0, end = 0;
+    if (!pid || !epoch || !batch_bounds(f, ps_, records, b, at, end)) continue;
     auto* p = reinterpret_cast<uint8_t*>(copy.data()) + at;
     uint64_t id = wire::load_be64(p + kBatchProducerIdAt);
     uint16_t ep = wire::load_be16(p + kBatchProducerEpochAt);
@@ -412,14 +418,9 @@ int ReplayState::patch_batches(Frame& f, uint32_t records, const std::string& /*
 void ReplayState::shift_answer_batches(Frame& f, uint32_t records) const {
   const Node& rn = f.nodes[records];
   if (rn.is_null() || rn.aux == 0 || time_shift_ms_ == 0) return;
-  const int64_t base = rn.v.p - f.message.data();
   for (uint32_t b : Children(f, records)) {
-    if (f.nodes[b].desc != kDescRecordBatch) continue;
-    const int64_t at = static_cast<int64_t>(f.nodes[b].offset) - base;
-    const Node* length = child(f, ps_, b, "BatchLength");
-    if (!length || at < 0) continue;
-    const int64_t end = at + 12 + length->v.i;
-    if (end > static_cast<int64_t>(rn.aux) || at + 61 > end) continue;  // a batch cut at the fetch limit stays
+    int64_t at = 0, end = 0;
+    if (f.nodes[b].desc != kDescRecordBatch || !batch_bounds(f, ps_, records, b, at, end)) continue;
     std::vector<uint8_t> copy(rn.v.p + at, rn.v.p + end);
     if (!shift_batch(copy, time_shift_ms_)) continue;
     for (uint32_t c : Children(f, b)) {
