@@ -1,5 +1,8 @@
 #include "replay/recording.hpp"
 
+#include <algorithm>
+#include <map>
+
 #include "replay/routing.hpp"
 
 #include <unordered_map>
@@ -139,11 +142,37 @@ bool load_recording(const std::string& file, const ProgramSet& ps, const Session
   if (const uint64_t n = sessions.stats().tls_errors)
     out.notes.push_back(std::to_string(n) + " TLS " + (n == 1 ? "record" : "records") +
                         " did not decrypt; those connections are replayed up to where they stopped");
+  mark_controller_listeners(out, ps);
   for (auto& s : out.sessions) {
     if (s.skip.empty() && !s.sasl_mechanism.empty())
       s.skip = "authenticates with SASL " + s.sasl_mechanism;
   }
   return true;
+}
+
+void mark_controller_listeners(Recording& rec, const ProgramSet& ps) {
+  // Only a KRaft controller answers these (api keys of the protocol): Vote,
+  // BeginQuorumEpoch, EndQuorumEpoch, FetchSnapshot, BrokerRegistration,
+  // BrokerHeartbeat, ControllerRegistration, AddRaftVoter, RemoveRaftVoter,
+  // UpdateRaftVoter. Not the other controller-only apis: before KRaft some of
+  // them went to the broker that was controller, on a listener clients share.
+  static constexpr int16_t kQuorumOnly[] = {52, 53, 54, 59, 62, 63, 70, 80, 81, 82};
+  std::map<std::string, std::string> listeners;  // endpoint -> what showed it
+  for (const RecordedSession& s : rec.sessions)
+    for (const Exchange& e : s.exchanges)
+      if (std::find(std::begin(kQuorumOnly), std::end(kQuorumOnly), e.api_key) != std::end(kQuorumOnly)) {
+        const MessageProgram* m = ps.find_api(std::to_string(e.api_key));
+        const std::string api = m ? std::string(m->api_name) : "api key " + std::to_string(e.api_key);
+        listeners.try_emplace(s.broker.str(), api + " v" + std::to_string(e.api_version) + " in frame " + std::to_string(e.frame));
+        break;
+      }
+  for (RecordedSession& s : rec.sessions) {
+    auto it = listeners.find(s.broker.str());
+    if (it == listeners.end() || !s.broker_traffic.empty()) continue;
+    s.broker_traffic = "controller";
+    s.skip = "a connection to the controller listener " + it->first + " (it carries the quorum's " + it->second +
+             "): broker-to-controller traffic is never sent";
+  }
 }
 
 void select_exchanges(const ProgramSet& ps, const filter::Filter& f, const Recording& rec,

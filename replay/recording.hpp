@@ -60,6 +60,13 @@ struct Recording {
 bool load_recording(const std::string& file, const ProgramSet& ps, const SessionOptions& opts,
                     Recording& out, std::string& error, const CaptureOptions& capture = {});
 
+// A broker endpoint that carries the KRaft quorum's own RPCs (a broker's
+// registration and heartbeats, votes, snapshots) is a controller listener:
+// every connection to it is a broker's or a controller's, whatever it sends
+// (a broker forwards CreateTopics there too). Marks those sessions as
+// broker-to-broker "controller" traffic, never sent. Load_recording runs it.
+void mark_controller_listeners(Recording& rec, const ProgramSet& ps);
+
 // replay -Y: the exchanges a display filter selects, by their request or by
 // their recorded response (matched with its request, so request.* works).
 void select_exchanges(const ProgramSet& ps, const filter::Filter& f, const Recording& rec,

@@ -1280,6 +1280,57 @@ TEST(ReplayRecording, SessionsKnowTheirListenersProtocol) {
   EXPECT_EQ(sasl, (std::map<std::string, int>{{"127.0.0.1:48977 SCRAM-SHA-512", 7}}));
 }
 
+// A listener that carries the quorum's own RPCs is a controller listener:
+// everything sent to it is a broker's, even what a client could send too.
+TEST(ReplayRecording, EverySessionToAControllerListenerIsABrokers) {
+  auto session = [](uint32_t id, uint16_t port, std::initializer_list<int16_t> apis) {
+    replay::RecordedSession s;
+    s.id = id;
+    s.broker.addr[0] = 127, s.broker.addr[3] = 1;
+    s.broker.port = port;
+    uint64_t frame = id * 10;
+    for (int16_t a : apis) {
+      replay::Exchange& e = s.exchanges.emplace_back();
+      e.api_key = a, e.api_version = 0, e.frame = ++frame;
+    }
+    return s;
+  };
+  replay::Recording rec;
+  rec.sessions.push_back(session(1, 9093, {18, 19}));      // ApiVersions, CreateTopics (forwarded)
+  rec.sessions.push_back(session(2, 9093, {63, 63}));      // BrokerHeartbeat
+  rec.sessions.push_back(session(3, 9092, {18, 19, 3}));   // a client's ApiVersions, CreateTopics, Metadata
+  rec.sessions.push_back(session(4, 9094, {57}));          // UpdateFeatures: controller-only, clients send it too
+  replay::mark_controller_listeners(rec, ps());
+  EXPECT_EQ(rec.sessions[0].broker_traffic, "controller");
+  EXPECT_NE(rec.sessions[0].skip.find("controller listener 127.0.0.1:9093"), std::string::npos) << rec.sessions[0].skip;
+  EXPECT_NE(rec.sessions[0].skip.find("BrokerHeartbeat v0 in frame 21"), std::string::npos) << rec.sessions[0].skip;
+  EXPECT_EQ(rec.sessions[1].broker_traffic, "controller");
+  EXPECT_TRUE(rec.sessions[2].broker_traffic.empty());
+  EXPECT_TRUE(rec.sessions[2].skip.empty());
+  EXPECT_TRUE(rec.sessions[3].skip.empty());
+}
+
+// captures/txn-consumer: tshark shows two TCP streams to the broker's controller
+// listener 127.0.0.1:39185: stream 0 (BrokerHeartbeat, joined mid-stream) and
+// stream 3 (ApiVersions, CreateTopics, Envelope, AllocateProducerIds).
+TEST(ReplayRecording, ControllerListenerSessionsOfARealCaptureAreNeverSent) {
+  replay::Recording rec;
+  std::string error;
+  ASSERT_TRUE(replay::load_recording(std::string(KWIRE_SOURCE_DIR) + "/captures/txn-consumer.pcapng", ps(),
+                                     SessionOptions{}, rec, error)) << error;
+  int to_controller = 0;
+  for (const auto& s : rec.sessions) {
+    if (s.broker.str() != "127.0.0.1:39185") {
+      EXPECT_NE(s.broker_traffic, "controller") << s.broker.str();
+      continue;
+    }
+    ++to_controller;
+    EXPECT_EQ(s.broker_traffic, "controller");
+    EXPECT_FALSE(s.skip.empty());
+  }
+  EXPECT_EQ(to_controller, 2);
+}
+
 TEST(ReplayCli, HelpAndRules) {
   auto r = test::kwire_cmd("replay --help");
   EXPECT_EQ(exit_code(r), 0);
