@@ -622,10 +622,19 @@ class Engine {
     return parse_host_port(advertised, hp, error);
   }
   void classify_coordinator_session(LiveConn& c);
-  // ListGroups lists the groups the asked broker coordinates: a group one
-  // answer lists and the other does not is not a regression when the other
-  // side's coordinator of it is another node. Marks such differences ignored.
-  void groups_elsewhere(const LiveConn& c, std::vector<Difference>& diffs);
+  // ListGroups lists the groups the asked broker coordinates, ListTransactions
+  // the transactions: one that an answer lists and the other does not is not
+  // a regression when the other side's coordinator of it is another node.
+  // Marks such differences ignored.
+  struct Listing {
+    const char* api;             // ListGroups, ListTransactions
+    const char* element;         // path prefix of a listed element: body.groups[
+    const char* key;             // its key's JSON name: "groupId":
+    CoordinatorKey type;
+    const char* noun;            // group, transaction
+  };
+  static const Listing* listing_of(std::string_view api);
+  void listed_elsewhere(const LiveConn& c, const Listing& l, std::vector<Difference>& diffs);
   // Per-request routing: the target has several brokers (the capture may have one).
   bool request_routing() const { return target_view_learnt_ && target_view_.brokers().size() >= 2; }
   // The link of session `c` that request `idx` goes over: its own, or a side
@@ -2475,8 +2484,8 @@ void Engine::answered(LiveConn& c, InFlight f, std::span<const uint8_t> msg, int
                                                                      : nullptr;
   cmp_.run_to_ms = wall_ns() / 1'000'000;
   compare(ps_, recorded_resp_, live_, cmp_, r.differences, &sticky_, std::to_string(c.s->id));
-  if ((request_routing() || cluster_routing()) && r.api_name == "ListGroups")
-    groups_elsewhere(c, r.differences);
+  if (const Listing* l = listing_of(r.api_name); l && (request_routing() || cluster_routing()))
+    listed_elsewhere(c, *l, r.differences);
   if (o_.on_response) {
     std::vector<std::pair<std::string, std::string>> add;
     std::string error;
@@ -2521,33 +2530,48 @@ void Engine::answered(LiveConn& c, InFlight f, std::span<const uint8_t> msg, int
   finish(c, f.exchange, regression ? Outcome::Regression : any ? Outcome::IgnoredOnly : Outcome::Same, {});
 }
 
-void Engine::groups_elsewhere(const LiveConn& c, std::vector<Difference>& diffs) {
-  // The group id of an element's JSON text: {"groupId": "g", ...}.
-  auto group_of = [](const std::string& json) -> std::string {
-    size_t at = json.find("\"groupId\":");
+const Engine::Listing* Engine::listing_of(std::string_view api) {
+  static const Listing kListings[] = {
+      {"ListGroups", "body.groups[", "\"groupId\":", CoordinatorKey::Group, "group"},
+      {"ListTransactions", "body.transactionStates[", "\"transactionalId\":", CoordinatorKey::Transaction, "transaction"},
+  };
+  for (const Listing& l : kListings)
+    if (api == l.api) return &l;
+  return nullptr;
+}
+
+void Engine::listed_elsewhere(const LiveConn& c, const Listing& l, std::vector<Difference>& diffs) {
+  // The key of an element's JSON text: {"groupId": "g", ...}.
+  const std::string_view key = l.key;
+  auto key_of = [key](const std::string& json) -> std::string {
+    size_t at = json.find(key);
     if (at == std::string::npos) return {};
-    at = json.find('"', at + 10);
+    at = json.find('"', at + key.size());
     const size_t end = at == std::string::npos ? at : json.find('"', at + 1);
     if (end == std::string::npos || json.find('\\', at) < end) return {};
     return json.substr(at + 1, end - at - 1);
   };
+  // Group ids are renamed by --rename-group; transactional ids are not.
+  const std::string prefix = l.type == CoordinatorKey::Group ? o_.renames.group_prefix : std::string();
   const int32_t recorded_node = recorded_view_.node_at(c.s->broker.str());
   if (recorded_node == ClusterView::kUnknown || c.target_node < 0) return;  // which node answered is not known
   const std::string absent = "\"(absent)\"";
-  auto listed = [&](const Difference& d) { return d.path.starts_with("body.groups[") && d.path.find('.', 12) == std::string::npos; };
-  // Where the target's coordinators of the groups in question are not known
+  const std::string_view element = l.element;
+  auto listed = [element](const Difference& d) {
+    return d.path.starts_with(element) && d.path.find('.', element.size()) == std::string::npos;
+  };
+  // Where the target's coordinators of the keys in question are not known
   // yet, kwire asks the target (its own FindCoordinator, not compared).
   std::vector<std::string> ask;
   for (const auto& d : diffs)
     if (!d.ignored && listed(d) && d.replayed == absent) {
-      const std::string live = o_.renames.group_prefix + group_of(d.recorded);
-      if (live.size() > o_.renames.group_prefix.size() && target_view_.coordinator(CoordinatorKey::Group, live) == ClusterView::kUnknown)
-        ask.push_back(live);
+      const std::string k = key_of(d.recorded);
+      if (!k.empty() && target_view_.coordinator(l.type, prefix + k) == ClusterView::kUnknown) ask.push_back(prefix + k);
     }
   if (!ask.empty()) {
     wire::MessageBuilder b;
     request_header(b, 10, 4, 92, true);
-    b.i8(0).carr(ask.size());
+    b.i8(static_cast<int8_t>(l.type)).carr(ask.size());
     for (const auto& k : ask) b.cstr(k);
     b.tags0();
     const auto request = b.message();
@@ -2561,19 +2585,19 @@ void Engine::groups_elsewhere(const LiveConn& c, std::vector<Difference>& diffs)
   for (auto& d : diffs) {
     if (d.ignored || !listed(d)) continue;
     if (d.replayed == absent) {
-      const std::string g = group_of(d.recorded);
-      const int32_t node = target_view_.coordinator(CoordinatorKey::Group, o_.renames.group_prefix + g);
-      if (g.empty() || node == ClusterView::kUnknown || node == c.target_node) continue;
+      const std::string k = key_of(d.recorded);
+      const int32_t node = target_view_.coordinator(l.type, prefix + k);
+      if (k.empty() || node == ClusterView::kUnknown || node == c.target_node) continue;
       d.ignored = true;
-      d.rule = "group " + g + " is coordinated by node " + std::to_string(node) + " on the target";
+      d.rule = std::string(l.noun) + " " + k + " is coordinated by node " + std::to_string(node) + " on the target";
     } else if (d.recorded == absent) {
-      std::string g = group_of(d.replayed);
-      if (!g.starts_with(o_.renames.group_prefix)) continue;
-      g = g.substr(o_.renames.group_prefix.size());
-      const int32_t node = recorded_view_.coordinator(CoordinatorKey::Group, g);
-      if (g.empty() || node == ClusterView::kUnknown || node == recorded_node) continue;
+      std::string k = key_of(d.replayed);
+      if (!k.starts_with(prefix)) continue;
+      k = k.substr(prefix.size());
+      const int32_t node = recorded_view_.coordinator(l.type, k);
+      if (k.empty() || node == ClusterView::kUnknown || node == recorded_node) continue;
       d.ignored = true;
-      d.rule = "group " + g + " was coordinated by node " + std::to_string(node) + " in the capture";
+      d.rule = std::string(l.noun) + " " + k + " was coordinated by node " + std::to_string(node) + " in the capture";
     }
   }
 }
