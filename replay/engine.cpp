@@ -33,6 +33,7 @@
 #include "replay/concurrency.hpp"
 #include "replay/routing.hpp"
 #include "replay/order.hpp"
+#include "replay/sequence.hpp"
 #include "replay/split.hpp"
 #include "replay/timeshift.hpp"
 #include "wire/message_builder.hpp"
@@ -118,6 +119,8 @@ constexpr int64_t kSpinUs = 300;
 // How long a request the target answers with a retriable error (where the
 // capture shows success) is sent again; --timeout lowers it.
 constexpr int64_t kRetryForUs = 10'000'000;
+// How often a retry held back behind an earlier batch of its producer is looked at.
+constexpr int64_t kHeldRetryStepUs = 10'000;
 
 int64_t now_us() {
   return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now().time_since_epoch()).count();
@@ -389,6 +392,9 @@ struct InFlight {
 struct Retry {
   InFlight f;
   int64_t due_us;
+  // An idempotent producer's batches in it (Produce): sent again only after
+  // every earlier batch of the same producer and partition (replay/sequence.hpp).
+  std::vector<ProducerBatch> batches = {};
 };
 
 // The same request but for its correlation id (bytes 8-11, after the size and the api key/version).
@@ -402,6 +408,14 @@ bool same_request(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) 
 // coordinator is not ready yet (loading, not available). NOT_COORDINATOR is
 // not among them: on a cluster it says the request went to another broker
 // than the coordinator, which waiting does not change.
+bool has_error_code(const ProgramSet& ps, const Frame& f, int64_t code) {
+  for (uint32_t i = f.body; f.body && i < f.nodes.size(); ++i) {
+    const Node& n = f.nodes[i];
+    if (n.desc != kDescUnknownTag && n.v.i == code && is_integer(n.type) && is_error_code_field(ps.field(n.desc))) return true;
+  }
+  return false;
+}
+
 int error_class(const ProgramSet& ps, const Frame& f, bool* coordinator_only = nullptr) {
   int c = 0;
   bool coordinator = true;
@@ -740,6 +754,19 @@ class Engine {
   std::string topic_name(std::string_view id) const { return state_.recorded_topic_name(id); }
   // A lagging read whose differences an admin write not yet visible explains: sent again (true).
   bool converge_retry(LiveConn& c, InFlight& f, ExchangeResult& r, int64_t now);
+  // An idempotent producer's batches (replay/sequence.hpp): whether session
+  // `sess` (its own connection and side links) has a request with an earlier
+  // batch of the same producer and partition that is being sent again (a
+  // retry waiting, or one in flight), and whether retry `r` must wait for one.
+  bool earlier_batch_resent(LiveConn& sess, const std::vector<ProducerBatch>& batches, const Retry* self = nullptr);
+  bool held_back(LiveConn& sess, const Retry& r) { return !r.batches.empty() && earlier_batch_resent(sess, r.batches, &r); }
+  std::vector<ProducerBatch> batches_sent(const InFlight& f);
+  bool batch_resend_waits(LiveConn& sess) {
+    auto waits = [](const LiveConn& l) {
+      return std::any_of(l.retries.begin(), l.retries.end(), [](const Retry& r) { return !r.batches.empty(); });
+    };
+    return waits(sess) || std::any_of(sess.sides.begin(), sess.sides.end(), [&](const auto& s) { return waits(*s.second); });
+  }
   // Whether a message's program has a field named `name`, at any depth.
   bool has_field(uint32_t sp, std::string_view name, int depth = 0) const {
     if (depth > 16) return false;
@@ -1804,16 +1831,26 @@ void Engine::pump(LiveConn& c, int64_t now, int64_t& wake) {
       c.handed.pop_front();
       put_on_wire(c, std::move(f), now);
     }
-    while (!c.retries.empty() && c.retries.front().due_us <= now) {
-      Retry r = std::move(c.retries.front());
-      c.retries.pop_front();
-      r.f.deadline_us = r.f.sent_us + static_cast<int64_t>(o_.timeout_s * 1e6);
-      // Sent where the request's role lives now: a leader or coordinator the
-      // target named since (a KIP-951 hint, kwire's own Metadata) is taken.
-      dispatch(owner, std::move(r.f), now, false);
+    // Due retries in the order they were made, but an idempotent producer's
+    // batch only after every earlier one of its partition: a pass that sends
+    // one may free another.
+    for (bool sent = true; sent;) {
+      sent = false;
+      for (size_t k = 0; k < c.retries.size();) {
+        if (c.retries[k].due_us > now || held_back(owner, c.retries[k])) { ++k; continue; }
+        Retry r = std::move(c.retries[k]);
+        c.retries.erase(c.retries.begin() + static_cast<std::ptrdiff_t>(k));
+        r.f.deadline_us = r.f.sent_us + static_cast<int64_t>(o_.timeout_s * 1e6);
+        // Sent where the request's role lives now: a leader or coordinator the
+        // target named since (a KIP-951 hint, kwire's own Metadata) is taken.
+        dispatch(owner, std::move(r.f), now, false);
+        sent = true;
+      }
     }
   }
-  if (!c.retries.empty()) wake = std::min(wake, c.retries.front().due_us);
+  // A retry held back waits for one that may be on another link of its
+  // session: looked at again shortly.
+  for (const Retry& r : c.retries) wake = std::min(wake, std::max(r.due_us, now + kHeldRetryStepUs));
   if (c.owner) {
     if (owner.next >= ex.size() && c.inflight.empty() && c.handed.empty() && c.retries.empty() && c.st != LiveConn::St::Done) {
       close_link(c);
@@ -1877,6 +1914,9 @@ void Engine::pump(LiveConn& c, int64_t now, int64_t& wake) {
     if (c.waits && !waits_met((*c.waits)[idx])) return;  // another session's write (or read) reached the broker first
     if (o_.lockstep && !o_.lockstep->reached(e.after)) return;  // another target is not that far yet
     if (in_flight(c) + 1 > std::max<uint32_t>(e.depth, 1)) return;
+    // An idempotent producer sends no new batch while one of its batches waits
+    // to be sent again: it would only be refused as out of order.
+    if (e.api_key == 0 && batch_resend_waits(c)) return;  // the retry's due time wakes it
     if (o_.timing == ReplayOptions::Timing::Recorded) {
       int64_t due = start_us_ + static_cast<int64_t>((e.request_us - t0_recorded_us_) / o_.speed);
       if (now < due) { wake = std::min(wake, due); return; }
@@ -2381,7 +2421,14 @@ void Engine::answered(LiveConn& c, InFlight f, std::span<const uint8_t> msg, int
     const Node* epoch = sent.ok() && sent.body ? find_field(sent, ps_, sent.body, "SessionEpoch") : nullptr;
     epoch_spent = epoch && epoch->v.i > 0 && top && top->v.i == 0;
   }
-  if (!epoch_spent && should_retry(delayed ? 1 : live_class, recorded_class, live_.ok(), now - f.first_sent_us,
+  // A later batch of an idempotent producer refused because an earlier one of
+  // its partition is being sent again: it goes again after that one, as
+  // Kafka's producer resends its in-flight batches in sequence order.
+  std::vector<ProducerBatch> batches;
+  if (e.api_key == 0 && live_class != 0) batches = batches_sent(f);
+  const bool resequenced = !batches.empty() && live_.ok() && has_error_code(ps_, live_, kOutOfOrderSequence) &&
+                           !has_error_code(ps_, recorded_resp_, kOutOfOrderSequence) && earlier_batch_resent(sess, batches);
+  if (!epoch_spent && should_retry(delayed || resequenced ? 1 : live_class, recorded_class, live_.ok(), now - f.first_sent_us,
                    std::min<int64_t>(static_cast<int64_t>(o_.timeout_s * 1e6), kRetryForUs), f.attempts, sess.retry,
                    now - f.sent_us + backoff, charged)) {
     // The target is not ready where the recorded broker was (a coordinator
@@ -2393,8 +2440,11 @@ void Engine::answered(LiveConn& c, InFlight f, std::span<const uint8_t> msg, int
     sr.retries = sess.retry.retries;
     sr.retry_s = sess.retry.spent_us / 1e6;
     r.note = "answered after " + std::to_string(f.attempts) + " attempts (" +
-             (delayed ? "the assignment delayed before)" : "retriable errors before)");
-    c.retries.push_back({std::move(f), now + backoff});
+             (delayed         ? "the assignment delayed before)"
+              : resequenced ? "sent again after an earlier batch of its producer, in sequence order)"
+                            : "retriable errors before)");
+    out_.resequenced += resequenced ? 1 : 0;
+    c.retries.push_back({std::move(f), now + backoff, std::move(batches)});
     return;
   }
   if (f.charged && live_class != 1 && !delayed) {
@@ -2600,6 +2650,28 @@ void Engine::listed_elsewhere(const LiveConn& c, const Listing& l, std::vector<D
       d.rule = std::string(l.noun) + " " + k + " was coordinated by node " + std::to_string(node) + " in the capture";
     }
   }
+}
+
+std::vector<ProducerBatch> Engine::batches_sent(const InFlight& f) {
+  Frame sent;
+  dec_.decode_request(f.bytes, sent);
+  return producer_batches(sent, ps_);
+}
+
+bool Engine::earlier_batch_resent(LiveConn& sess, const std::vector<ProducerBatch>& batches, const Retry* self) {
+  auto look = [&](LiveConn& l) {
+    for (const Retry& r : l.retries)
+      if (&r != self && precedes(r.batches, batches)) return true;
+    for (const InFlight& f : l.inflight)
+      if (f.attempts > 1 && f.exchange != (self ? self->f.exchange : UINT32_MAX) &&
+          l.s->exchanges[f.exchange].api_key == 0 && precedes(batches_sent(f), batches))
+        return true;
+    return false;
+  };
+  if (look(sess)) return true;
+  for (auto& [node, side] : sess.sides)
+    if (look(*side)) return true;
+  return false;
 }
 
 bool Engine::converge_retry(LiveConn& c, InFlight& f, ExchangeResult& r, int64_t now) {
@@ -2831,6 +2903,10 @@ bool Engine::run(std::string& error) {
                          " reads after an admin write were sent again until they converged: " +
                          std::to_string(out_.reads_converged) + " converged, " + std::to_string(out_.reads_not_converged) +
                          " did not (compared as they were)");
+  if (out_.resequenced)
+    out_.notes.push_back(std::to_string(out_.resequenced) +
+                         " times a Produce request of an idempotent producer was refused as out of order while an earlier "
+                         "batch of its partition was sent again, and went again behind it, in sequence order");
   if (coordinator_sessions_)
     out_.notes.push_back(std::to_string(coordinator_sessions_) +
                          " coordinator connections (one group's or transaction's requests alone) went to the target's "

@@ -234,6 +234,9 @@ struct ReplayResult {
   int recorded_brokers = 0, target_brokers = 0;   // the capture's cluster's and the target's (0: not known)
   // Reads sent again after an admin write of the replay until they converged (or not).
   uint32_t reads_converged = 0, reads_not_converged = 0;
+  // Produce requests of idempotent producers refused as out of order while an
+  // earlier batch of their partition was retried, and sent again behind it.
+  uint32_t resequenced = 0;
   double wall_s = 0;
   double cpu_s = 0;                    // of the thread that ran the replay
   // The target's ApiVersions ranges (api key -> min, max), from kwire's own
