@@ -51,6 +51,10 @@
 #               a broker that auto-creates topics with num.partitions=1, no --setup: exit 1
 #               within the same bound (the session retry budget); the first divergence is
 #               the partition count in Metadata.
+#   sequence    an idempotent producer (kcat, recorded here) whose pipelined batch the
+#               relay tests/live/produce_fault_proxy.py answers CONCURRENT_TRANSACTIONS:
+#               the later batches, refused as out of order, go again behind it; clean,
+#               and kcat reads the 300 records back in the order they were sent.
 #   aged        captures/aged-records.pcapng (records dated 30 days before they were sent)
 #               into a broker with the default retention (7 days) that runs its retention
 #               pass every second from its start: in recorded timing, as kwire replays by
@@ -508,6 +512,65 @@ PY
     done
     note "kept-aged emptied by the broker's retention $((SECONDS - t0)) s after the replay"
     [[ $(records shifted-aged | wc -l) == 20 ]] || fail "shifted-aged lost records to the same retention passes"
+    note "ok"
+    ;;
+sequence)
+    # An idempotent producer's pipelined batches, one of them retried. kcat (librdkafka)
+    # sends 300 records, one batch each, with idempotence on, while tcpdump records it;
+    # the replay goes through tests/live/produce_fault_proxy.py, which answers one
+    # Produce with CONCURRENT_TRANSACTIONS itself (it never reaches the broker) once
+    # another Produce is pipelined behind it. The broker refuses that one and the later
+    # ones in flight as OUT_OF_ORDER_SEQUENCE_NUMBER; kwire must send them again behind
+    # the retried batch, as Kafka's producers do: clean, and kcat reads back all 300 in
+    # the order they were sent.
+    command -v kcat >/dev/null || fail "'kcat' not found (apt-get install kcat)"
+    command -v tcpdump >/dev/null || fail "'tcpdump' not found (apt-get install tcpdump)"
+    start_broker
+    tcpdump -i lo -U -w "$WORK/seq.pcap" "tcp port $PORT" 2>"$WORK/tcpdump.err" &
+    TCPDUMP=$!
+    RELAYS+=("$TCPDUMP")
+    t0=$SECONDS
+    until grep -q "listening on" "$WORK/tcpdump.err"; do
+        kill -0 "$TCPDUMP" 2>/dev/null || { cat "$WORK/tcpdump.err" >&2; fail "tcpdump exited"; }
+        (( SECONDS - t0 < 30 )) || fail "tcpdump did not listen within 30 s"
+        sleep 0.1
+    done
+    java -cp "$TESTBED_CP" "${TESTBED_LOG_OPTS[@]}" kwire.testbed.CreateTopics "127.0.0.1:$PORT" seq:1:1 >"$WORK/create.out" 2>&1 \
+        || { cat "$WORK/create.out" >&2; fail "CreateTopics"; }
+    seq 1 300 | timeout 60 kcat -P -b "127.0.0.1:$PORT" -t seq -X enable.idempotence=true -X linger.ms=0 \
+        -X batch.num.messages=1 -X client.id=kwire-seq-producer 2>"$WORK/kcat.err" || { cat "$WORK/kcat.err" >&2; fail "kcat -P"; }
+    # tcpdump writes what the kernel handed it so far: a last request, after the
+    # producer's, is in the file once everything before it is.
+    timeout 60 kcat -L -b "127.0.0.1:$PORT" -t seq -X client.id=kwire-seq-end >/dev/null
+    t0=$SECONDS
+    until "$KWIRE" decode -r "$WORK/seq.pcap" -Y 'header.clientId == "kwire-seq-end"' 2>/dev/null | grep -q Request; do
+        (( SECONDS - t0 < 60 )) || fail "tcpdump had not written the last request after 60 s"
+        sleep 0.2
+    done
+    stop_pid "$TCPDUMP" INT 10
+    python3 "$HERE/produce_fault_proxy.py" "$WORK/proxy.ready" "$WORK/proxy.log" "127.0.0.1:$PORT" &
+    RELAYS+=("$!")
+    t0=$SECONDS
+    until [[ -f $WORK/proxy.ready ]]; do
+        (( SECONDS - t0 < 30 )) || fail "produce_fault_proxy.py did not listen within 30 s"
+        sleep 0.1
+    done
+    broker_port=$PORT
+    PORT=$(cut -d: -f2 "$WORK/proxy.ready")
+    replay -r "$WORK/seq.pcap" --timing fast --rename-topic re-
+    PORT=$broker_port
+    cat "$WORK/proxy.log"
+    grep -q "^answered correlation id [0-9]* with 51; relayed the pipelined Produce" "$WORK/proxy.log" \
+        || fail "the relay found no Produce pipelined behind the held one"
+    MIN_SENT=20 expect_clean  # kcat sends 300 batches in 40 to 300 requests
+    [[ $(json "any('in sequence order' in n for n in r['notes'])") == True ]] || fail "no batch was sent again in sequence order"
+    timeout 60 kcat -C -b "127.0.0.1:$PORT" -t re-seq -o beginning -e -q -f '%o %s\n' -X client.id=kwire-test-kcat >"$WORK/read.txt"
+    python3 - "$WORK/read.txt" <<'PY' || fail "the replayed records, read back by kcat"
+import sys
+rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
+assert [(int(o), int(v)) for o, v in rows] == [(i, i + 1) for i in range(300)], f"{len(rows)} records: {rows[:8]} ..."
+print("kcat: 300 records on re-seq, offsets 0-299 holding 1-300 in the order sent")
+PY
     note "ok"
     ;;
 txn)
