@@ -49,6 +49,7 @@ void ClusterView::learn(const Frame& request, const Frame& response, const Progr
   else if (api == "DescribeCluster") learn_describe_cluster(response, ps);
   else if (api == "FindCoordinator") learn_find_coordinator(request, response, ps);
   else if (api == "Produce" || api == "Fetch") learn_leader_hints(response, ps);
+  if (api == "Fetch") learn_read_replicas(request, response, ps);
 }
 
 void ClusterView::learn_broker(const Frame& f, const ProgramSet& ps, uint32_t el, std::string_view id_field) {
@@ -59,6 +60,10 @@ void ClusterView::learn_broker(const Frame& f, const ProgramSet& ps, uint32_t el
   const std::string endpoint = host + ":" + std::to_string(port);
   brokers_[static_cast<int32_t>(id)] = endpoint;
   node_at_[endpoint] = static_cast<int32_t>(id);
+  if (const Node* rack = find_field(f, ps, el, "Rack")) {
+    if (rack->is_null() || rack->str().empty()) racks_.erase(static_cast<int32_t>(id));
+    else racks_[static_cast<int32_t>(id)] = std::string(rack->str());
+  }
 }
 
 void ClusterView::learn_metadata(const Frame& f, const ProgramSet& ps) {
@@ -77,6 +82,11 @@ void ClusterView::learn_metadata(const Frame& f, const ProgramSet& ps) {
       if (index < 0) return;
       // LEADER_NOT_AVAILABLE and the like: no leader now, whatever was known.
       parts[static_cast<int32_t>(index)] = error == 0 ? static_cast<int32_t>(leader) : kUnknown;
+      if (const Node* r = find_field(f, ps, p, "ReplicaNodes"); r && !r->is_null() && r->type == WireType::Array) {
+        auto& nodes = replicas_[name][static_cast<int32_t>(index)];
+        nodes.clear();
+        for (uint32_t n : Children(f, index_of(f, r))) nodes.push_back(static_cast<int32_t>(f.nodes[n].v.i));
+      }
     });
   });
 }
@@ -138,6 +148,51 @@ int32_t ClusterView::leader(std::string_view topic, int32_t partition) const {
   if (t == leaders_.end()) return kUnknown;
   auto p = t->second.find(partition);
   return p == t->second.end() ? kUnknown : p->second;
+}
+
+// KIP-392: a leader answers a fetch from a client in a rack with the replica
+// it prefers that client to read from (PreferredReadReplica, Fetch v11+); a
+// read replica that answers with an error is given up, as the client does.
+void ClusterView::learn_read_replicas(const Frame& request, const Frame& f, const ProgramSet& ps) {
+  if (!request.body) return;
+  const std::string rack = string_field(request, ps, request.body, "RackId");
+  if (rack.empty()) return;
+  for_each_element(f, ps, f.body, "Responses", [&](uint32_t topic) {
+    std::string name = string_field(f, ps, topic, "Topic");
+    if (name.empty()) {
+      auto it = topic_ids_.find(uuid_field(f, ps, topic, "TopicId"));
+      if (it == topic_ids_.end()) return;
+      name = it->second;
+    }
+    for_each_element(f, ps, topic, "Partitions", [&](uint32_t p) {
+      const int64_t index = int_field(f, ps, p, "PartitionIndex", -1);
+      if (index < 0) return;
+      const auto key = std::make_tuple(rack, name, static_cast<int32_t>(index));
+      const int64_t preferred = int_field(f, ps, p, "PreferredReadReplica", -1);
+      if (preferred >= 0) preferred_[key] = static_cast<int32_t>(preferred);
+      else if (int_field(f, ps, p, "ErrorCode", 0) != 0) preferred_.erase(key);
+    });
+  });
+}
+
+int32_t ClusterView::read_replica(std::string_view topic, int32_t partition, std::string_view rack) const {
+  if (rack.empty()) return kUnknown;
+  if (auto it = preferred_.find(std::make_tuple(std::string(rack), std::string(topic), partition)); it != preferred_.end())
+    return it->second;
+  auto t = replicas_.find(topic);
+  if (t == replicas_.end()) return kUnknown;
+  auto p = t->second.find(partition);
+  if (p == t->second.end()) return kUnknown;
+  const int32_t lead = leader(topic, partition);
+  if (lead != kUnknown && this->rack(lead) == rack) return lead;
+  for (int32_t n : p->second)
+    if (this->rack(n) == rack) return n;
+  return kUnknown;
+}
+
+std::string ClusterView::rack(int32_t node) const {
+  auto it = racks_.find(node);
+  return it == racks_.end() ? std::string() : it->second;
 }
 
 int32_t ClusterView::coordinator(CoordinatorKey type, std::string_view key) const {

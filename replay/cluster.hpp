@@ -2,7 +2,9 @@
 // (node id, endpoint), each partition's leader, and the coordinator of each
 // group and transactional id, from the answers to Metadata, DescribeCluster
 // and FindCoordinator, and the leader hints of Produce and Fetch answers
-// (KIP-951). Replay keeps one for the capture (where each role lived when it
+// (KIP-951); with racks, each broker's rack, each partition's replicas and the
+// read replica a leader prefers for a client's rack (KIP-392, follower
+// fetching). Replay keeps one for the capture (where each role lived when it
 // was recorded) and one for the target (where it lives now).
 #pragma once
 
@@ -11,7 +13,9 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
+#include <vector>
 
 #include "dissector/protocol/frame.hpp"
 #include "dissector/protocol/program.hpp"
@@ -34,6 +38,12 @@ class ClusterView {
   void learn(const Frame& request, const Frame& response, const ProgramSet& ps);
 
   int32_t leader(std::string_view topic, int32_t partition) const;
+  // Where a client in `rack` fetches `topic`-`partition` from (KIP-392): the
+  // read replica the leader last preferred for that rack, else a replica in
+  // that rack (the leader when it is one), else kUnknown.
+  int32_t read_replica(std::string_view topic, int32_t partition, std::string_view rack) const;
+  // The rack of a node, or empty (none, or not known).
+  std::string rack(int32_t node) const;
   int32_t coordinator(CoordinatorKey type, std::string_view key) const;
   // "host:port" of a node, or empty.
   std::string endpoint(int32_t node) const;
@@ -56,12 +66,17 @@ class ClusterView {
   void learn_describe_cluster(const Frame& f, const ProgramSet& ps);
   void learn_find_coordinator(const Frame& request, const Frame& response, const ProgramSet& ps);
   void learn_leader_hints(const Frame& f, const ProgramSet& ps);
+  void learn_read_replicas(const Frame& request, const Frame& f, const ProgramSet& ps);
   void learn_broker(const Frame& f, const ProgramSet& ps, uint32_t element, std::string_view id_field);
 
   std::map<int32_t, std::string> brokers_;
   std::map<std::string, int32_t, std::less<>> node_at_;
   std::map<std::string, std::map<int32_t, int32_t>, std::less<>> leaders_;  // topic -> partition -> node
   std::map<std::string, std::string, std::less<>> topic_ids_;              // topic id (Kafka's text form) -> name
+  std::map<int32_t, std::string> racks_;                                    // node -> rack
+  std::map<std::string, std::map<int32_t, std::vector<int32_t>>, std::less<>> replicas_;  // topic -> partition -> nodes
+  // (rack, topic, partition) -> the read replica the leader preferred for that rack
+  std::map<std::tuple<std::string, std::string, int32_t>, int32_t> preferred_;
   std::map<std::pair<int8_t, std::string>, int32_t> coordinators_;
   int32_t controller_ = kUnknown;
 };

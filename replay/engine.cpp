@@ -666,6 +666,24 @@ class Engine {
     const std::string name = p.by_id ? state_.recorded_topic_name_of_text(p.topic) : p.topic;
     return name.empty() ? ClusterView::kUnknown : target_view_.leader(o_.renames.topic_prefix + name, p.partition);
   }
+  // Where a recorded Fetch of partition `p` goes (KIP-392): one that a client
+  // in `rack` sent a follower (the recorded session's node did not lead it)
+  // goes to the target's read replica for that rack, else to the leader.
+  int32_t fetch_target(const PartitionRef& p, const std::string& rack, int32_t recorded_node) {
+    const int32_t lead = target_leader(p);
+    if (rack.empty() || recorded_node == ClusterView::kUnknown) return lead;
+    const std::string name = p.by_id ? state_.recorded_topic_name_of_text(p.topic) : p.topic;
+    const int32_t recorded_lead = name.empty() ? ClusterView::kUnknown : recorded_view_.leader(name, p.partition);
+    if (recorded_lead == ClusterView::kUnknown || recorded_lead == recorded_node) return lead;
+    const int32_t replica = target_view_.read_replica(o_.renames.topic_prefix + name, p.partition, rack);
+    if (replica == ClusterView::kUnknown) return lead;
+    ++follower_fetches_;
+    return replica;
+  }
+  uint32_t follower_fetches_ = 0;  // partitions of fetches sent to a read replica
+  // preferredReadReplica compared by role: both sides name a replica, and the
+  // target's is in the rack the fetch named.
+  void read_replica_by_role(const InFlight& f, std::vector<Difference>& diffs);
   // A split request: the request as one (compared, and sent again whole to be
   // split anew) and its parts' answers, joined once all have come.
   struct Split {
@@ -2175,6 +2193,9 @@ bool Engine::fetch_split(LiveConn& c, InFlight& f, int64_t now, bool first) {
   // session placed them and polls every node of the session.
   if (epoch == 0) c.fetches.clear(), c.fetch_node.clear(), c.fetch_sent.clear();
   const auto slots = partition_slots(placing_, ps_);
+  const Node* rack_id = find_field(placing_, ps_, placing_.body, "RackId");
+  const std::string rack = rack_id && !rack_id->is_null() ? std::string(rack_id->str()) : std::string();
+  const int32_t recorded_node = recorded_view_.node_at(c.s->broker.str());
   std::vector<int32_t> node_of(slots.size(), ClusterView::kUnknown), nodes;
   if (epoch > 0)
     for (const auto& [node, session] : c.fetches) nodes.push_back(node);
@@ -2184,7 +2205,7 @@ bool Engine::fetch_split(LiveConn& c, InFlight& f, int64_t now, bool first) {
     auto owned = c.fetch_node.find(key);
     int32_t node = owned != c.fetch_node.end() ? owned->second : ClusterView::kUnknown;
     if (node == ClusterView::kUnknown) {
-      node = target_leader(p);
+      node = fetch_target(p, rack, recorded_node);
       if (node == ClusterView::kUnknown) node = c.target_node;
       if (epoch >= 0) c.fetch_node[key] = node;
     }
@@ -2536,6 +2557,7 @@ void Engine::answered(LiveConn& c, InFlight f, std::span<const uint8_t> msg, int
   compare(ps_, recorded_resp_, live_, cmp_, r.differences, &sticky_, std::to_string(c.s->id));
   if (const Listing* l = listing_of(r.api_name); l && (request_routing() || cluster_routing()))
     listed_elsewhere(c, *l, r.differences);
+  if (e.api_key == 1) read_replica_by_role(f, r.differences);
   if (o_.on_response) {
     std::vector<std::pair<std::string, std::string>> add;
     std::string error;
@@ -2672,6 +2694,32 @@ bool Engine::earlier_batch_resent(LiveConn& sess, const std::vector<ProducerBatc
   for (auto& [node, side] : sess.sides)
     if (look(*side)) return true;
   return false;
+}
+
+void Engine::read_replica_by_role(const InFlight& f, std::vector<Difference>& diffs) {
+  auto number = [](const std::string& v, int64_t& out) {
+    char* end = nullptr;
+    out = std::strtoll(v.c_str(), &end, 10);
+    return !v.empty() && end && *end == '\0';
+  };
+  Frame sent;
+  bool decoded = false;
+  std::string rack;
+  for (auto& d : diffs) {
+    int64_t recorded = 0, live = 0;
+    if (d.ignored || !d.path.ends_with(".preferredReadReplica") || !number(d.recorded, recorded) ||
+        !number(d.replayed, live) || recorded < 0 || live < 0)
+      continue;
+    if (!decoded) {
+      decoded = true;
+      dec_.decode_request(f.bytes, sent);
+      const Node* id = sent.ok() && sent.body ? find_field(sent, ps_, sent.body, "RackId") : nullptr;
+      if (id && !id->is_null()) rack = std::string(id->str());
+    }
+    if (rack.empty() || target_view_.rack(static_cast<int32_t>(live)) != rack) continue;
+    d.ignored = true;
+    d.rule = "read replica by role: node " + std::to_string(live) + " is the target's replica in the fetch's rack " + rack;
+  }
 }
 
 bool Engine::converge_retry(LiveConn& c, InFlight& f, ExchangeResult& r, int64_t now) {
@@ -2903,6 +2951,10 @@ bool Engine::run(std::string& error) {
                          " reads after an admin write were sent again until they converged: " +
                          std::to_string(out_.reads_converged) + " converged, " + std::to_string(out_.reads_not_converged) +
                          " did not (compared as they were)");
+  if (follower_fetches_)
+    out_.notes.push_back(std::to_string(follower_fetches_) + (follower_fetches_ == 1 ? " partition" : " partitions") +
+                         " of fetches recorded to a follower went to the target's read replica in the fetch's rack "
+                         "(KIP-392), not to its leader");
   if (out_.resequenced)
     out_.notes.push_back(std::to_string(out_.resequenced) +
                          " times a Produce request of an idempotent producer was refused as out of order while an earlier "

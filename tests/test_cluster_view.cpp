@@ -147,5 +147,77 @@ TEST(ClusterView, CoordinatorsAreLearnedPerKeyTypeAndForgottenOnNotCoordinator) 
   EXPECT_EQ(view.coordinator(CoordinatorKey::Transaction, "g1"), 2);
 }
 
+// Metadata v12 answer (flexible) of three brokers in racks r1, r2, r1 (node 3),
+// and topic orders: partition 0 led by 1 on replicas 1,2,3; partition 1 led by 2
+// on replicas 2,3.
+void metadata_with_racks(ClusterView& view) {
+  wire::MessageBuilder rq;
+  rq.i16(3).i16(12).i32(1).str("c").tags0().cnull().boolean(false).boolean(false).tags0();
+  wire::MessageBuilder rs;
+  rs.i32(1).tags0().i32(0).carr(3);
+  rs.i32(1).cstr("127.0.0.11").i32(9092).cstr("r1").tags0();
+  rs.i32(2).cstr("127.0.0.12").i32(9092).cstr("r2").tags0();
+  rs.i32(3).cstr("127.0.0.13").i32(9092).cstr("r1").tags0();
+  rs.cstr("cluster").i32(1).carr(1);
+  rs.i16(0).cstr("orders").uuid(7).boolean(false).carr(2);
+  rs.i16(0).i32(0).i32(1).i32(0).carr(3).i32(1).i32(2).i32(3).carr(3).i32(1).i32(2).i32(3).carr(0).tags0();
+  rs.i16(0).i32(1).i32(2).i32(0).carr(2).i32(2).i32(3).carr(2).i32(2).i32(3).carr(0).tags0();
+  rs.i32(-2147483648).tags0().tags0();
+  FrameDecoder dec(ps());
+  Frame req, resp;
+  const auto request_bytes = rq.message(), response_bytes = rs.message();
+  dec.decode_request(request_bytes, req);
+  dec.decode_response(response_bytes, 3, 12, resp);
+  ASSERT_TRUE(req.ok());
+  ASSERT_TRUE(resp.ok()) << resp.errors.front().reason;
+  view.learn(req, resp, ps());
+}
+
+// Fetch v12 of orders-`partition` by a client in `rack`, answered with
+// `error` and `preferred` as PreferredReadReplica.
+void fetch_answer(ClusterView& view, const char* rack, int partition, int error, int preferred) {
+  wire::MessageBuilder rq;
+  rq.i16(1).i16(12).i32(2).str("c").tags0().i32(-1).i32(500).i32(1).i32(52428800).i8(0).i32(0).i32(-1);
+  rq.carr(1).cstr("orders").carr(1).i32(partition).i32(0).i64(0).i32(-1).i64(-1).i32(1048576).tags0().tags0();
+  rq.carr(0).cstr(rack).tags0();
+  wire::MessageBuilder rs;
+  rs.i32(2).tags0().i32(0).i16(0).i32(0).carr(1).cstr("orders").carr(1);
+  rs.i32(partition).i16(error).i64(10).i64(10).i64(0).cnull().i32(preferred).cnull().tags0().tags0().tags0();
+  FrameDecoder dec(ps());
+  Frame req, resp;
+  const auto request_bytes = rq.message(), response_bytes = rs.message();
+  dec.decode_request(request_bytes, req);
+  dec.decode_response(response_bytes, 1, 12, resp);
+  ASSERT_TRUE(req.ok()) << req.errors.front().reason;
+  ASSERT_TRUE(resp.ok()) << resp.errors.front().reason;
+  view.learn(req, resp, ps());
+}
+
+TEST(ClusterView, AClientInARackReadsFromItsRacksReplica) {
+  ClusterView view;
+  metadata_with_racks(view);
+  EXPECT_EQ(view.rack(1), "r1");
+  EXPECT_EQ(view.rack(2), "r2");
+  EXPECT_EQ(view.rack(4), "");
+  // The leader is in the client's rack: the leader.
+  EXPECT_EQ(view.read_replica("orders", 0, "r1"), 1);
+  // Another rack's leader: the replica in the client's.
+  EXPECT_EQ(view.read_replica("orders", 0, "r2"), 2);
+  EXPECT_EQ(view.read_replica("orders", 1, "r1"), 3);
+  // No replica in that rack, or no rack: not known.
+  EXPECT_EQ(view.read_replica("orders", 1, "r3"), ClusterView::kUnknown);
+  EXPECT_EQ(view.read_replica("orders", 0, ""), ClusterView::kUnknown);
+  // What the leader prefers wins over what kwire would pick ...
+  fetch_answer(view, "r1", 0, 0, 3);
+  EXPECT_EQ(view.read_replica("orders", 0, "r1"), 3);
+  EXPECT_EQ(view.read_replica("orders", 0, "r2"), 2);  // for that rack only
+  // ... an answer of the read replica itself (-1, no error) changes nothing ...
+  fetch_answer(view, "r1", 0, 0, -1);
+  EXPECT_EQ(view.read_replica("orders", 0, "r1"), 3);
+  // ... and an error from it gives it up (OFFSET_OUT_OF_RANGE).
+  fetch_answer(view, "r1", 0, 1, -1);
+  EXPECT_EQ(view.read_replica("orders", 0, "r1"), 1);
+}
+
 }  // namespace
 }  // namespace kwire::replay
