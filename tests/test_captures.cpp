@@ -1007,3 +1007,154 @@ TEST(AgedRecordsCapture, RecordsAreThirtyDaysOlderThanTheirProduceAndFoundByTime
   EXPECT_EQ(answers[-1], (Set{{0, 10, -1}, {1, 10, -1}}));
   EXPECT_EQ(answers[-3], (Set{{0, 9, base + 18000}, {1, 9, base + 19000}}));
 }
+
+// Scenario production (ProductionScenario.java; testbed/run-cluster 5 with nodes 1-3
+// broker+controller and 4-5 broker-only, racks r1,r2,r3,r1,r2, the rack-aware replica
+// selector): every client on SASL_SSL with SCRAM-SHA-512, decrypted here with the key
+// log in the -secrets file's blocks, beside the brokers' own connections on the
+// PLAINTEXT and CONTROLLER listeners (captures/MANIFEST.md). What the scenario does,
+// not where this run put the leaders: a regenerated capture passes too.
+namespace {
+namespace production {
+
+const std::string kCap = "tls/production-secrets.pcapng";
+
+// node id -> "host:port" and rack, from the Metadata answers (the SASL_SSL listener).
+struct Node {
+  std::string address, rack;
+  bool operator==(const Node&) const = default;
+};
+std::map<int, Node> nodes() {
+  std::map<int, Node> out;
+  for (const auto& r : of(kCap, 3, "response"))
+    for (const auto& b : r["body"]["brokers"])
+      out[b["nodeId"]] = {b["host"].get<std::string>() + ":" + std::to_string(b["port"].get<int>()),
+                          b["rack"].is_string() ? b["rack"].get<std::string>() : ""};
+  return out;
+}
+
+std::string host(const std::string& endpoint) { return endpoint.substr(0, endpoint.rfind(':')); }
+
+}  // namespace production
+}  // namespace
+
+TEST(ProductionCapture, FiveBrokersInThreeRacksAndEveryClientLogsInWithScramSha512) {
+  using production::kCap;
+  const auto nodes = production::nodes();
+  ASSERT_EQ(nodes.size(), 5u);
+  const std::map<int, std::string> racks = {{1, "r1"}, {2, "r2"}, {3, "r3"}, {4, "r1"}, {5, "r2"}};
+  for (const auto& [id, n] : nodes) EXPECT_EQ(n.rack, racks.at(id)) << "node " << id;
+  // Every Metadata answer lists all five.
+  for (const auto& r : of(kCap, 3, "response")) EXPECT_EQ(r["body"]["brokers"].size(), 5u) << r["frame"];
+
+  // One SCRAM-SHA-512 login per client connection, each accepted.
+  std::set<std::pair<std::string, std::string>> client_conns, logins;
+  for (const auto& m : messages(kCap))
+    if (m["direction"] == "request" && m["apiKey"] != 36 && m["apiKey"] != 17 &&
+        std::any_of(nodes.begin(), nodes.end(), [&](const auto& n) { return n.second.address == m["dst"]; }))
+      client_conns.insert({m["src"].get<std::string>(), m["dst"].get<std::string>()});
+  for (const auto& q : of(kCap, 17, "request")) {
+    EXPECT_EQ(q["body"]["mechanism"], "SCRAM-SHA-512") << q["frame"];
+    logins.insert({q["src"].get<std::string>(), q["dst"].get<std::string>()});
+  }
+  EXPECT_GT(client_conns.size(), 20u);
+  EXPECT_EQ(logins, client_conns);
+  const auto auths = of(kCap, 36, "response");
+  EXPECT_EQ(auths.size(), 2 * logins.size());
+  for (const auto& r : auths) EXPECT_EQ(r["body"]["errorCode"], 0) << r["frame"];
+
+  // The controller listener is on nodes 1-3 only; its leader serves the quorum's fetches
+  // to every other node, broker-only nodes 4 and 5 (observers) among them, and every
+  // broker heartbeats to it.
+  std::set<std::string> controller_hosts;
+  std::set<int> raft_clients, heartbeats;
+  for (const auto& q : of(kCap, 63, "request")) {
+    heartbeats.insert(q["body"]["brokerId"].get<int>());
+    controller_hosts.insert(production::host(q["dst"]));
+  }
+  EXPECT_EQ(heartbeats, (std::set<int>{1, 2, 3, 4, 5}));
+  ASSERT_EQ(controller_hosts.size(), 1u);
+  int leader = 0;
+  for (const auto& [id, n] : nodes)
+    if (production::host(n.address) == *controller_hosts.begin()) leader = id;
+  EXPECT_GE(leader, 1);
+  EXPECT_LE(leader, 3);
+  for (const auto& q : of(kCap, 1, "request")) {
+    const std::string client = q["header"]["clientId"];
+    if (!client.starts_with("raft-client-")) continue;
+    EXPECT_EQ(production::host(q["dst"]), *controller_hosts.begin()) << q["frame"];
+    raft_clients.insert(std::stoi(client.substr(12)));
+  }
+  std::set<int> others = {1, 2, 3, 4, 5};
+  others.erase(leader);
+  EXPECT_EQ(raft_clients, others);
+}
+
+// The read_committed consumer in rack r2 (client.rack, sent in every Fetch): a leader
+// outside r2 answers with the follower in r2 as preferredReadReplica, and the consumer
+// then fetches that partition from that follower, which sends it records.
+TEST(ProductionCapture, TheRackR2ConsumerFetchesFromTheFollowerItsLeaderNames) {
+  using production::kCap;
+  const auto nodes = production::nodes();
+  const std::string client = "kwire-prod-payments-audit";
+  int redirected = 0, served = 0;
+  for (const auto& r : of(kCap, 1, "response")) {
+    const json* q = request_of(kCap, r);
+    if (q == nullptr || (*q)["header"]["clientId"] != client) continue;
+    EXPECT_EQ((*q)["body"]["rackId"], "r2") << (*q)["frame"];
+    for (const auto& t : r["body"]["responses"])
+      for (const auto& p : t["partitions"]) {
+        const int preferred = p["preferredReadReplica"];
+        if (preferred < 0) continue;
+        ++redirected;
+        ASSERT_TRUE(nodes.count(preferred)) << preferred;
+        const auto& follower = nodes.at(preferred);
+        EXPECT_EQ(follower.rack, "r2");
+        EXPECT_NE(follower.address, r["src"]) << "the leader names another node";
+        // Later fetches of the same partition go to the follower, which answers with records.
+        const auto partition = std::make_pair(t["topicId"].get<std::string>(), p["partitionIndex"].get<int>());
+        for (const auto& a : of(kCap, 1, "response")) {
+          if (a["frame"] <= r["frame"] || a["src"] != follower.address) continue;
+          const json* aq = request_of(kCap, a);
+          if (aq == nullptr || (*aq)["header"]["clientId"] != client) continue;
+          for (const auto& at : a["body"]["responses"])
+            for (const auto& ap : at["partitions"])
+              if (std::make_pair(at["topicId"].get<std::string>(), ap["partitionIndex"].get<int>()) == partition &&
+                  ap["errorCode"] == 0 && ap["records"].is_array() && !ap["records"].empty())
+                ++served;
+        }
+      }
+  }
+  EXPECT_GE(redirected, 1);
+  EXPECT_GE(served, 1);
+}
+
+// The share consumer (group prod-fulfilment, explicit acknowledgement) releases the
+// first record it gets (AcknowledgeType 2, RELEASE) and accepts it (1, ACCEPT) when it
+// comes again; every other record is accepted once.
+TEST(ProductionCapture, TheShareConsumerReleasesOneRecordAndAcceptsItOnItsSecondDelivery) {
+  using production::kCap;
+  std::map<std::tuple<std::string, int, int64_t>, std::vector<int>> acks;  // (topic id, partition, offset) -> types
+  for (int api : {78, 79})
+    for (const auto& q : of(kCap, api, "request")) {
+      EXPECT_EQ(q["body"]["groupId"], "prod-fulfilment");
+      for (const auto& t : q["body"]["topics"])
+        for (const auto& p : t["partitions"])
+          for (const auto& b : p["acknowledgementBatches"]) {
+            const auto& types = b["acknowledgeTypes"];
+            const auto first = b["firstOffset"].get<int64_t>();
+            for (int64_t o = first; o <= b["lastOffset"].get<int64_t>(); ++o)
+              acks[{t["topicId"].get<std::string>(), p["partitionIndex"].get<int>(), o}].push_back(
+                  types.size() == 1 ? types[0].get<int>() : types[static_cast<size_t>(o - first)].get<int>());
+          }
+    }
+  int released = 0, accepted_once = 0;
+  for (const auto& [record, types] : acks) {
+    if (types == std::vector<int>{2, 1}) ++released;
+    else if (types == std::vector<int>{1}) ++accepted_once;
+    else ADD_FAILURE() << "offset " << std::get<2>(record) << " acknowledged " << json(types).dump();
+  }
+  EXPECT_EQ(released, 1);
+  EXPECT_EQ(released + accepted_once, 30);
+  for (const auto& r : of(kCap, 79, "response")) EXPECT_EQ(r["body"]["errorCode"], 0) << r["frame"];
+}

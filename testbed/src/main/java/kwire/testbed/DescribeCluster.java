@@ -10,10 +10,13 @@ import java.util.concurrent.ExecutionException;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.DescribeClusterResult;
+import org.apache.kafka.clients.admin.FeatureMetadata;
 import org.apache.kafka.clients.admin.ListOffsetsResult;
 import org.apache.kafka.clients.admin.ListTopicsOptions;
 import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.admin.QuorumInfo;
 import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.admin.TransactionDescription;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.TopicPartitionInfo;
@@ -25,15 +28,26 @@ import org.apache.kafka.common.utils.Utils;
  * too; the high watermark as Admin's listOffsets gives the latest offset, -1 where it
  * cannot), and the coordinator of each named group, which is the leader of the
  * __consumer_offsets partition the group hashes to (Kafka's own rule:
- * abs(groupId.hashCode()) % count).
- * args: bootstrap [groups=a,b,...]
+ * abs(groupId.hashCode()) % count; the same for classic, consumer, share and streams
+ * groups). A broker with a broker.rack has it on its line. Brokers answer DescribeCluster
+ * with a random live broker as "controller"; quorum=true asks the controllers
+ * (DescribeQuorum through a broker) for the active one, the voters and the observers.
+ * features=true adds the finalized feature levels, txns= the coordinator and state of
+ * each transactional id (DescribeTransactions).
+ * args: bootstrap [groups=a,b,...] [txns=a,b,...] [quorum=true] [features=true]
  *
  * <p>Lines, sorted:
  * <pre>
  * broker 1 127.0.0.11:9092
+ * broker 4 127.0.0.24:9092 rack=r1
  * controller 2
+ * quorum leader=2 epoch=1 high-watermark=1234
+ * quorum voter 1 log-end-offset=1234
+ * quorum observer 4 log-end-offset=1234
+ * feature transaction.version 2
  * leader clicks 0 2 replicas=2,3,1 isr=2,3,1 id=Bg3R7XaKS1ioZVRsuWFdvQ hw=222
  * coordinator stateful-app 3 partition=17
+ * transaction prod-payments-txn coordinator=2 state=CompleteCommit
  * </pre>
  */
 public final class DescribeCluster {
@@ -42,13 +56,32 @@ public final class DescribeCluster {
         Map<String, String> opt = Common.options(args);
         List<String> groups = new ArrayList<>();
         for (String g : opt.getOrDefault("groups", "").split(",")) if (!g.isEmpty()) groups.add(g);
+        List<String> txns = new ArrayList<>();
+        for (String t : opt.getOrDefault("txns", "").split(",")) if (!t.isEmpty()) txns.add(t);
         try (Admin admin = Admin.create(Common.adminProps(bootstrap, "kwire-describe-cluster"))) {
             DescribeClusterResult cluster = admin.describeCluster();
             List<Node> nodes = new ArrayList<>(cluster.nodes().get());
             nodes.sort(Comparator.comparingInt(Node::id));
-            for (Node n : nodes) System.out.println("broker " + n.id() + " " + n.host() + ":" + n.port());
+            for (Node n : nodes) {
+                System.out.println("broker " + n.id() + " " + n.host() + ":" + n.port() + (n.hasRack() ? " rack=" + n.rack() : ""));
+            }
             Node controller = cluster.controller().get();
             if (controller != null) System.out.println("controller " + controller.id());
+            if (Boolean.parseBoolean(opt.getOrDefault("quorum", "false"))) {
+                QuorumInfo q = admin.describeMetadataQuorum().quorumInfo().get();
+                System.out.println("quorum leader=" + q.leaderId() + " epoch=" + q.leaderEpoch() + " high-watermark=" + q.highWatermark());
+                for (QuorumInfo.ReplicaState r : sortedReplicas(q.voters())) {
+                    System.out.println("quorum voter " + r.replicaId() + " log-end-offset=" + r.logEndOffset());
+                }
+                for (QuorumInfo.ReplicaState r : sortedReplicas(q.observers())) {
+                    System.out.println("quorum observer " + r.replicaId() + " log-end-offset=" + r.logEndOffset());
+                }
+            }
+            if (Boolean.parseBoolean(opt.getOrDefault("features", "false"))) {
+                FeatureMetadata f = admin.describeFeatures().featureMetadata().get();
+                new TreeMap<>(f.finalizedFeatures()).forEach((name, range) ->
+                    System.out.println("feature " + name + " " + range.maxVersionLevel()));
+            }
             var names = admin.listTopics(new ListTopicsOptions().listInternal(true)).names().get();
             Map<String, TopicDescription> topics = new TreeMap<>(admin.describeTopics(names).allTopicNames().get());
             Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
@@ -78,7 +111,18 @@ public final class DescribeCluster {
                 Node leader = consumerOffsets.partitions().get(partition).leader();
                 System.out.println("coordinator " + g + " " + (leader == null ? -1 : leader.id()) + " partition=" + partition);
             }
+            if (!txns.isEmpty()) {
+                Map<String, TransactionDescription> described = new TreeMap<>(admin.describeTransactions(txns).all().get());
+                described.forEach((id, t) -> System.out.println("transaction " + id + " coordinator=" + t.coordinatorId()
+                        + " state=" + t.state()));
+            }
         }
+    }
+
+    private static List<QuorumInfo.ReplicaState> sortedReplicas(List<QuorumInfo.ReplicaState> replicas) {
+        List<QuorumInfo.ReplicaState> out = new ArrayList<>(replicas);
+        out.sort(Comparator.comparingInt(QuorumInfo.ReplicaState::replicaId));
+        return out;
     }
 
     private static String ids(List<Node> nodes) {
