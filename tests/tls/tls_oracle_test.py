@@ -19,6 +19,13 @@ For every capture NAME.pcapng with its client key log NAME.keys:
   ChaCha20-Poly1305 and AES-CBC (HMAC) suites (by tshark's ServerHello), all
   decrypted, and TLS 1.3 KeyUpdate messages (handshake type 24, as tshark
   decrypts them with the key log) that kwire decodes past.
+- A capture of a whole cluster (production.pcapng: testbed/scenario
+  production) also holds plaintext Kafka: the brokers' PLAINTEXT listener and
+  the controllers' listener, some of their connections open before the
+  recording began. Its plaintext server ports are the other ports that
+  connections open to (tshark's SYNs); tshark decodes Kafka on them too
+  (-d tcp.port==Q,kafka), with the key log and without, and kwire must list
+  the same PDUs. The rebuilt-plaintext comparison is of the TLS connections.
 """
 import collections
 import json
@@ -70,16 +77,35 @@ def tls_ports(cap):
     return ports
 
 
-def decode_as(ports):
+def plain_ports(cap, tls):
+    """The server ports of the capture's plaintext connections: where its other
+    connections open to (the destination of a SYN without ACK), as tshark lists
+    them. Fails when a connection (one open before the recording too) has
+    neither such a port nor a TLS one."""
+    syn = tshark("-r", cap, "-Y", "tcp.flags.syn == 1 && tcp.flags.ack == 0", "-T", "fields", "-e", "tcp.dstport")
+    ports = sorted({int(x) for x in syn.split()} - set(tls))
+    streams = {}
+    for line in tshark("-r", cap, "-T", "fields", "-e", "tcp.stream", "-e", "tcp.srcport", "-e", "tcp.dstport").splitlines():
+        i, a, b = line.split("\t")
+        streams[int(i)] = (int(a), int(b))
+    known = set(tls) | set(ports)
+    lost = sorted(i for i, (a, b) in streams.items() if a not in known and b not in known)
+    check(not lost, f"{os.path.basename(cap)}: connections {lost[:10]} have no server port that a connection opens to")
+    return ports
+
+
+def decode_as(ports, plain=()):
     args = []
     for p in ports:
         args += ["-d", f"tls.port=={p},kafka"]
+    for p in plain:
+        args += ["-d", f"tcp.port=={p},kafka"]
     return args
 
 
-def tshark_pdus(cap, keys, ports):
+def tshark_pdus(cap, keys, ports, plain=()):
     """(frame, api key, correlation id, request version or '') per Kafka PDU."""
-    out = tshark("-r", cap, *([] if keys is None else ["-o", f"tls.keylog_file:{keys}"]), *decode_as(ports),
+    out = tshark("-r", cap, *([] if keys is None else ["-o", f"tls.keylog_file:{keys}"]), *decode_as(ports, plain),
                  "-Y", "kafka", "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=|",
                  "-e", "frame.number", "-e", "kafka.api_key", "-e", "kafka.correlation_id",
                  "-e", "kafka.request_key", "-e", "kafka.api_version")
@@ -166,13 +192,17 @@ def plaintext_capture(streams, path):
     pcap.write(path)
 
 
-def by_connection(msgs):
-    """Each connection's messages (by client port) without what a capture's framing sets."""
+def by_connection(msgs, servers=None):
+    """Each connection's messages (by client port) without what a capture's framing sets;
+    with servers, only the connections to those server ports."""
     conns = collections.defaultdict(list)
     for m in msgs:
         if "notKafka" in m:
             continue
         client = m["src"] if m["direction"] == "request" else m["dst"]
+        server = m["dst"] if m["direction"] == "request" else m["src"]
+        if servers is not None and int(server.rsplit(":", 1)[1]) not in servers:
+            continue
         port = int(client.rsplit(":", 1)[1])
         conns[port].append({k: v for k, v in m.items() if k not in ("frame", "message", "time", "src", "dst")})
     return conns
@@ -204,15 +234,27 @@ def main():
     work = tempfile.mkdtemp(prefix="kwire-tls-")
     suites = set()
     updates = 0
+    cluster = []   # (name, plaintext ports with Kafka, TLS versions) of captures that hold both
     try:
         for name in names:
             cap, keys = os.path.join(capdir, name + ".pcapng"), os.path.join(capdir, name + ".keys")
             secrets = os.path.join(capdir, name + "-secrets.pcapng")
             ports = tls_ports(cap)
+            plain = plain_ports(cap, ports)
             suites |= ciphersuites(cap)
             updates += key_updates(cap, keys)
-            expected = tshark_pdus(cap, keys, ports)
+            expected = tshark_pdus(cap, keys, ports, plain)
             check(sum(expected.values()) > 0, f"{name}: tshark finds no Kafka PDU with the key log")
+            # Without keys tshark decodes the plaintext connections alone.
+            plain_expected = tshark_pdus(cap, None, ports, plain)
+            if plain:
+                per_port = tshark("-r", cap, *decode_as(ports, plain), "-Y", "kafka", "-T", "fields", "-e", "tcp.srcport",
+                                  "-e", "tcp.dstport")
+                counts = collections.Counter(int(p) for line in per_port.splitlines() for p in line.split("\t")
+                                             if int(p) in plain)
+                print(f"{name}: plaintext Kafka on ports {plain} beside TLS on {ports}: frames per port "
+                      f"{dict(sorted(counts.items()))}, {sum(plain_expected.values())} PDUs (tshark)")
+                cluster.append((name, [p for p in plain if counts[p]], {v for _, v in ciphersuites(cap)}))
             msgs, stats, _ = kwire_json(kwire, cap, "--tls-keylog", keys)
             got = kwire_pdus(msgs, expected)
             unmatched = sum(n for k, n in expected.items() if k[1] == -1)
@@ -226,16 +268,17 @@ def main():
 
             check(os.path.exists(secrets), f"{name}-secrets.pcapng is missing")
             smsgs, sstats, _ = kwire_json(kwire, secrets)
-            soracle = tshark_pdus(secrets, None, ports)
+            soracle = tshark_pdus(secrets, None, ports, plain)
             check(kwire_pdus(smsgs, soracle) == soracle,
                   f"{name}-secrets: kwire's PDUs (keys from the secrets blocks) differ from tshark's")
             check(sum(kwire_pdus(smsgs).values()) == sum(expected.values()), f"{name}-secrets: PDU count differs")
 
-            # The same streams as plaintext, rebuilt from tshark's decryption.
-            plain = os.path.join(work, name + "-plain.pcap")
-            plaintext_capture(followed_streams(cap, keys, ports), plain)
-            pmsgs, _, _ = kwire_json(kwire, plain, "-p", ",".join(map(str, ports)))
-            a, b = by_connection(msgs), by_connection(pmsgs)
+            # The same streams as plaintext, rebuilt from tshark's decryption: the TLS
+            # connections, compared without the capture's plaintext ones.
+            rebuilt = os.path.join(work, name + "-plain.pcap")
+            plaintext_capture(followed_streams(cap, keys, ports), rebuilt)
+            pmsgs, _, _ = kwire_json(kwire, rebuilt, "-p", ",".join(map(str, ports)))
+            a, b = by_connection(msgs, set(ports)), by_connection(pmsgs)
             check(sorted(a) == sorted(b), f"{name}: connections differ between TLS and rebuilt plaintext")
             for port in sorted(set(a) & set(b)):
                 if a[port] != b[port]:
@@ -251,8 +294,13 @@ def main():
             named = {r for r in randoms if any(r in n for n in notes)}
             check(named == randoms and len(notes) == len(randoms),
                   f"{name}: without keys {len(notes)} notes name {len(named)} of {len(randoms)} client randoms")
-            check(nstats["tls_undecrypted"] == hellos and nstats["frames"] == 0 and sum(tshark_pdus(cap, None, ports).values()) == 0,
-                  f"{name}: without keys: {nstats}")
+            check(nstats["tls_undecrypted"] == hellos and nstats["frames"] == sum(plain_expected.values())
+                  and sum(tshark_pdus(cap, None, ports).values()) == 0,
+                  f"{name}: without keys: {nstats}, tshark finds {sum(plain_expected.values())} plaintext PDUs")
+            check(kwire_pdus(nmsgs, plain_expected) == plain_expected,
+                  f"{name}: without keys kwire's PDUs differ from tshark's plaintext ones: "
+                  f"missing {sorted((plain_expected - kwire_pdus(nmsgs, plain_expected)).elements())[:5]}, "
+                  f"extra {sorted((kwire_pdus(nmsgs, plain_expected) - plain_expected).elements())[:5]}")
 
             # A wrong key: every SERVER_TRAFFIC_SECRET_0 changed in one byte.
             bad = os.path.join(work, name + "-bad.keys")
@@ -304,6 +352,11 @@ def main():
         check("0x1303" in ids and "0xcca8" in ids and ids & {"0x1301", "0x1302"} and ids & {"0xc02f", "0xc030"},
               f"the captures lack ChaCha20-Poly1305 or AES-GCM in 1.2 or 1.3: {sorted(ids)}")
         check(ids & CBC_SUITES, f"the captures lack a TLS 1.2 AES-CBC suite: {sorted(ids)}")
+        # A cluster's capture: Kafka over TLS 1.3 and 1.2 and on two plaintext ports
+        # (inter-broker and controller listeners) in one file.
+        print("captures with plaintext Kafka beside TLS:", [(n, p, sorted(v)) for n, p, v in cluster])
+        check(any(len(p) >= 2 and {"0x0304", ""} <= v for _, p, v in cluster),
+              "no capture holds Kafka on two plaintext ports beside TLS 1.3 and TLS 1.2 connections")
         print(f"TLS 1.3 KeyUpdate messages in the captures (tshark, with the key logs): {updates}")
         check(updates > 0, "the captures hold no TLS 1.3 KeyUpdate")
     finally:

@@ -853,13 +853,15 @@ def lua_tls_test():
             # TLS itself on those ports (see tls_test).
             tls = [a for p in ports for a in ("-d", f"tcp.port=={p},tls")]
             on_port = [a for p in ports for a in ("-d", f"tls.port=={p},kwire")]
-            kw = decode_json(cap, ["--tls-keylog", keys])
+            # In frame order, as compare_capture: on a connection open before the
+            # capture began kwire decode prints a message once it is sure of it.
+            kw = sorted(decode_json(cap, ["--tls-keylog", keys]), key=lambda m: m["frame"])
             need(kw, f"{name}: kwire decode --tls-keylog found no Kafka messages")
             for passes in ([], ["-2"]):
                 mode = "two passes" if passes else "one pass"
                 # The C plugin in the same mode, field for field as kwire decode.
                 jc = c.json(cap, tls + ["-o", f"tls.keylog_file:{c.file(keys)}"] + passes)
-                reference = ws_tree.pdus(jc)
+                reference = sorted(ws_tree.pdus(jc), key=lambda t: t["frame"])
                 need(len(reference) == len(kw), f"{name} ({mode}): the C plugin shows {len(reference)} messages, "
                                                 f"kwire decode {len(kw)}")
                 before = len(cmp.mismatches)
@@ -874,7 +876,7 @@ def lua_tls_test():
                         ("secrets blocks", [], secrets)):
                     what = f"{mode}, {how}"
                     jl = run_json(lua, source, tls + extra + passes)
-                    pdus = ws_tree.pdus(jl)
+                    pdus = sorted(ws_tree.pdus(jl), key=lambda t: t["frame"])
                     need(len(pdus) == len(kw), f"{name} ({what}): kwire.lua shows {len(pdus)} messages, "
                                                f"kwire decode --tls-keylog {len(kw)}")
                     got, want = [message_ids(t) for t in pdus], [kwire_ids(k) for k in kw]
@@ -951,7 +953,8 @@ def tls_connections_test(label, **kw):
             for name in names:
                 cap, keys = os.path.join(capdir, name + ".pcapng"), os.path.join(capdir, name + ".keys")
                 ports = tls_ports(cap)
-                kw_msgs = decode_json(cap, ["--tls-keylog", keys])
+                # In frame order (see lua_tls_test).
+                kw_msgs = sorted(decode_json(cap, ["--tls-keylog", keys]), key=lambda m: m["frame"])
                 need(kw_msgs, f"{name}: kwire decode --tls-keylog found no Kafka messages")
                 keylog = ["-o", f"tls.keylog_file:{ts.file(keys)}"]
                 # A connection from a client port another dissector holds is that
@@ -972,7 +975,8 @@ def tls_connections_test(label, **kw):
                     p = ts.run(["-r", ts.file(source), "-T", "json"] + extra + passes)
                     need(b"Lua Error" not in p.stdout and b"Lua Error" not in p.stderr,
                          f"{name} ({what}): a Lua error: {(p.stderr or p.stdout).decode(errors='replace')[-1500:]}")
-                    pdus = ws_tree.pdus(json.loads(p.stdout, object_pairs_hook=lambda pairs: pairs))
+                    pdus = sorted(ws_tree.pdus(json.loads(p.stdout, object_pairs_hook=lambda pairs: pairs)),
+                                  key=lambda t: t["frame"])
                     want = [kwire_ids(k) for k in kw_msgs if how == "heuristics first" or k["frame"] not in held]
                     got = [message_ids(t) for t in pdus if how == "heuristics first" or t["frame"] not in held]
                     diff = next(((i + 1, x, y) for i, (x, y) in enumerate(zip(want, got)) if x != y), None)
