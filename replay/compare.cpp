@@ -131,6 +131,13 @@ std::vector<IgnoreRule> default_ignore_rules() {
       {"Fetch:body.responses.partitions.abortedTransactions", "long-polled: follows the records"},
       {"Fetch:body.responses.partitions.currentLeader", "node ids of the target"},
       {"Fetch:body.nodeEndpoints", "the target's listeners"},
+      {"**.replicaDirectoryId", "the target's log directories (a uuid made when its storage was formatted)"},
+      {"DescribeQuorum:body.topics.partitions.highWatermark", "the target's metadata log"},
+      {"DescribeQuorum:body.topics.partitions.leaderEpoch", "the target's quorum elections"},
+      {"DescribeQuorum:body.topics.partitions.currentVoters.logEndOffset", "the target's metadata log"},
+      {"DescribeQuorum:body.topics.partitions.observers.logEndOffset", "the target's metadata log"},
+      {"DescribeQuorum:body.topics.partitions.currentVoters.replicaId", "node ids of the target"},
+      {"DescribeQuorum:body.topics.partitions.observers.replicaId", "node ids of the target"},
   });
   for (auto& r : pattern_table<IgnoreRule>({
            {"Fetch:body.responses", "an incremental fetch lists the topics with news, which is timing"},

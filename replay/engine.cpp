@@ -681,9 +681,14 @@ class Engine {
     return replica;
   }
   uint32_t follower_fetches_ = 0;  // partitions of fetches sent to a read replica
-  // preferredReadReplica compared by role: both sides name a replica, and the
-  // target's is in the rack the fetch named.
-  void read_replica_by_role(const InFlight& f, std::vector<Difference>& diffs);
+  // preferredReadReplica compared by role: both sides read from a replica in
+  // the fetch's rack, named by the answer (a replica id) or the answering
+  // node itself (-1).
+  void read_replica_by_role(const LiveConn& c, const InFlight& f, std::vector<Difference>& diffs);
+  // ListOffsets of an internal topic (__consumer_offsets, __transaction_state,
+  // __share_group_state): its offsets count the coordinators' own writes,
+  // which follow their timers and the target's history, not a client's data.
+  void internal_topic_offsets(std::vector<Difference>& diffs);
   // A split request: the request as one (compared, and sent again whole to be
   // split anew) and its parts' answers, joined once all have come.
   struct Split {
@@ -2449,7 +2454,18 @@ void Engine::answered(LiveConn& c, InFlight f, std::span<const uint8_t> msg, int
   if (e.api_key == 0 && live_class != 0) batches = batches_sent(f);
   const bool resequenced = !batches.empty() && live_.ok() && has_error_code(ps_, live_, kOutOfOrderSequence) &&
                            !has_error_code(ps_, recorded_resp_, kOutOfOrderSequence) && earlier_batch_resent(sess, batches);
-  if (!epoch_spent && should_retry(delayed || resequenced ? 1 : live_class, recorded_class, live_.ok(), now - f.first_sent_us,
+  // A fetch at an offset the capture's broker had and the target has not
+  // written yet answers OFFSET_OUT_OF_RANGE: a read replica that has not caught
+  // up with its leader (KIP-392), or a transaction's marker that the target's
+  // coordinator writes after it answered EndTxn (transaction.version 2).
+  // Fetched again after a back-off, within the retries' time, by which time
+  // it has; what is still out of range then is compared.
+  constexpr int64_t kOffsetOutOfRange = 1;
+  const bool not_written_yet = e.api_key == 1 && live_.ok() && has_error_code(ps_, live_, kOffsetOutOfRange) &&
+                               !has_error_code(ps_, recorded_resp_, kOffsetOutOfRange);
+  // Each node's fetch session is kwire's on a cluster: a resend takes the next epoch.
+  if (not_written_yet && request_routing()) epoch_spent = false;
+  if (!epoch_spent && should_retry(delayed || resequenced || not_written_yet ? 1 : live_class, recorded_class, live_.ok(), now - f.first_sent_us,
                    std::min<int64_t>(static_cast<int64_t>(o_.timeout_s * 1e6), kRetryForUs), f.attempts, sess.retry,
                    now - f.sent_us + backoff, charged)) {
     // The target is not ready where the recorded broker was (a coordinator
@@ -2463,6 +2479,7 @@ void Engine::answered(LiveConn& c, InFlight f, std::span<const uint8_t> msg, int
     r.note = "answered after " + std::to_string(f.attempts) + " attempts (" +
              (delayed         ? "the assignment delayed before)"
               : resequenced ? "sent again after an earlier batch of its producer, in sequence order)"
+              : not_written_yet ? "the offset was past the target's log before)"
                             : "retriable errors before)");
     out_.resequenced += resequenced ? 1 : 0;
     c.retries.push_back({std::move(f), now + backoff, std::move(batches)});
@@ -2557,7 +2574,8 @@ void Engine::answered(LiveConn& c, InFlight f, std::span<const uint8_t> msg, int
   compare(ps_, recorded_resp_, live_, cmp_, r.differences, &sticky_, std::to_string(c.s->id));
   if (const Listing* l = listing_of(r.api_name); l && (request_routing() || cluster_routing()))
     listed_elsewhere(c, *l, r.differences);
-  if (e.api_key == 1) read_replica_by_role(f, r.differences);
+  if (e.api_key == 1) read_replica_by_role(c, f, r.differences);
+  if (e.api_key == 2) internal_topic_offsets(r.differences);
   if (o_.on_response) {
     std::vector<std::pair<std::string, std::string>> add;
     std::string error;
@@ -2696,7 +2714,46 @@ bool Engine::earlier_batch_resent(LiveConn& sess, const std::vector<ProducerBatc
   return false;
 }
 
-void Engine::read_replica_by_role(const InFlight& f, std::vector<Difference>& diffs) {
+namespace {
+
+// "body.topics[3].partitions[1].offset" -> 3, 1 and "offset"; false for
+// another shape. The indexes are the recorded answer's elements.
+bool partition_path(std::string_view path, std::string_view topics, std::string_view partitions, uint32_t& t,
+                    uint32_t& p, std::string_view& field) {
+  auto number = [&](std::string_view& rest, uint32_t& out) {
+    size_t n = 0;
+    out = 0;
+    while (n < rest.size() && rest[n] >= '0' && rest[n] <= '9') out = out * 10 + static_cast<uint32_t>(rest[n++] - '0');
+    if (n == 0 || n >= rest.size() || rest[n] != ']') return false;
+    rest.remove_prefix(n + 1);
+    return true;
+  };
+  std::string_view rest = path;
+  if (!rest.starts_with("body.") || !rest.substr(5).starts_with(topics)) return false;
+  rest.remove_prefix(5 + topics.size());
+  if (!rest.starts_with("[")) return false;
+  rest.remove_prefix(1);
+  if (!number(rest, t) || !rest.starts_with(".") || !rest.substr(1).starts_with(partitions)) return false;
+  rest.remove_prefix(1 + partitions.size());
+  if (!rest.starts_with("[")) return false;
+  rest.remove_prefix(1);
+  if (!number(rest, p) || !rest.starts_with(".")) return false;
+  field = rest.substr(1);
+  return field.find('.') == std::string_view::npos && field.find('[') == std::string_view::npos;
+}
+
+// Element `i` of array field `name` under `parent`, or 0.
+uint32_t element_of(const Frame& f, const ProgramSet& ps, uint32_t parent, std::string_view name, uint32_t i) {
+  const Node* a = find_field(f, ps, parent, name);
+  if (!a || a->is_null() || a->type != WireType::Array) return 0;
+  for (uint32_t el : Children(f, static_cast<uint32_t>(a - f.nodes.data())))
+    if (i-- == 0) return el;
+  return 0;
+}
+
+}  // namespace
+
+void Engine::read_replica_by_role(const LiveConn& c, const InFlight& f, std::vector<Difference>& diffs) {
   auto number = [](const std::string& v, int64_t& out) {
     char* end = nullptr;
     out = std::strtoll(v.c_str(), &end, 10);
@@ -2705,10 +2762,13 @@ void Engine::read_replica_by_role(const InFlight& f, std::vector<Difference>& di
   Frame sent;
   bool decoded = false;
   std::string rack;
+  const LiveConn& owner = c.owner ? *c.owner : c;
   for (auto& d : diffs) {
+    uint32_t ti = 0, pi = 0;
+    std::string_view field;
     int64_t recorded = 0, live = 0;
-    if (d.ignored || !d.path.ends_with(".preferredReadReplica") || !number(d.recorded, recorded) ||
-        !number(d.replayed, live) || recorded < 0 || live < 0)
+    if (d.ignored || !partition_path(d.path, "responses", "partitions", ti, pi, field) || field != "preferredReadReplica" ||
+        !number(d.recorded, recorded) || !number(d.replayed, live))
       continue;
     if (!decoded) {
       decoded = true;
@@ -2716,9 +2776,47 @@ void Engine::read_replica_by_role(const InFlight& f, std::vector<Difference>& di
       const Node* id = sent.ok() && sent.body ? find_field(sent, ps_, sent.body, "RackId") : nullptr;
       if (id && !id->is_null()) rack = std::string(id->str());
     }
-    if (rack.empty() || target_view_.rack(static_cast<int32_t>(live)) != rack) continue;
+    if (rack.empty()) continue;
+    // The node each side read from: the one the answer names, or (-1) the one
+    // that answered. The recorded one answered at the session's recorded
+    // address; the live one where the fetch session placed the partition.
+    int32_t recorded_node = static_cast<int32_t>(recorded), live_node = static_cast<int32_t>(live);
+    if (recorded < 0) recorded_node = recorded_view_.node_at(c.s->broker.str());
+    if (live < 0) {
+      live_node = c.target_node;
+      const uint32_t topic = element_of(recorded_resp_, ps_, recorded_resp_.body, "Responses", ti);
+      const uint32_t part = topic ? element_of(recorded_resp_, ps_, topic, "Partitions", pi) : 0;
+      const Node* index = part ? find_field(recorded_resp_, ps_, part, "PartitionIndex") : nullptr;
+      const Node* id = topic ? find_field(recorded_resp_, ps_, topic, "TopicId") : nullptr;
+      const Node* name = topic ? find_field(recorded_resp_, ps_, topic, "Topic") : nullptr;
+      std::string key = id && id->type == WireType::Uuid ? wire::uuid_to_string(id->v.p) : std::string();
+      if (key.empty() && name && !name->is_null()) key = std::string(name->str());
+      if (index)
+        if (auto placed = owner.fetch_node.find({key, static_cast<int32_t>(index->v.i)}); placed != owner.fetch_node.end())
+          live_node = placed->second;
+    }
+    if (recorded_node < 0 || live_node < 0 || recorded_view_.rack(recorded_node) != rack ||
+        target_view_.rack(live_node) != rack)
+      continue;
+    // Both read from a replica in the fetch's rack.
     d.ignored = true;
-    d.rule = "read replica by role: node " + std::to_string(live) + " is the target's replica in the fetch's rack " + rack;
+    d.rule = "read replica by role: both sides read from a replica in the fetch's rack " + rack + " (node " +
+             std::to_string(recorded_node) + " recorded, " + std::to_string(live_node) + " on the target)";
+  }
+}
+
+void Engine::internal_topic_offsets(std::vector<Difference>& diffs) {
+  for (auto& d : diffs) {
+    uint32_t ti = 0, pi = 0;
+    std::string_view field;
+    if (d.ignored || !partition_path(d.path, "topics", "partitions", ti, pi, field) ||
+        (field != "offset" && field != "timestamp" && field != "leaderEpoch"))
+      continue;
+    const uint32_t topic = element_of(recorded_resp_, ps_, recorded_resp_.body, "Topics", ti);
+    const Node* name = topic ? find_field(recorded_resp_, ps_, topic, "Name") : nullptr;
+    if (!name || name->is_null() || !name->str().starts_with("__")) continue;
+    d.ignored = true;
+    d.rule = "an internal topic (" + std::string(name->str()) + "): its offsets count the coordinators' own writes";
   }
 }
 

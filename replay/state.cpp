@@ -415,17 +415,33 @@ int ReplayState::patch_batches(Frame& f, uint32_t records, const std::string& /*
   return changed;
 }
 
-void ReplayState::shift_answer_batches(Frame& f, uint32_t records) const {
+void ReplayState::translate_answer_batches(Frame& f, uint32_t records) const {
   const Node& rn = f.nodes[records];
-  if (rn.is_null() || rn.aux == 0 || time_shift_ms_ == 0) return;
+  if (rn.is_null() || rn.aux == 0) return;
   for (uint32_t b : Children(f, records)) {
     int64_t at = 0, end = 0;
     if (f.nodes[b].desc != kDescRecordBatch || !batch_bounds(f, ps_, records, b, at, end)) continue;
     std::vector<uint8_t> copy(rn.v.p + at, rn.v.p + end);
-    if (!shift_batch(copy, time_shift_ms_)) continue;
+    // The producer id and epoch as the target gave them (the nodes were
+    // substituted already), then the timestamps; the CRC covers both.
+    bool edited = false;
+    for (uint32_t c : Children(f, b)) {
+      const Node& x = f.nodes[c];
+      if (x.desc == kDescProducerId && wire::load_be64(copy.data() + kBatchProducerIdAt) != x.v.u) {
+        wire::store_be32(copy.data() + kBatchProducerIdAt, static_cast<uint32_t>(x.v.u >> 32));
+        wire::store_be32(copy.data() + kBatchProducerIdAt + 4, static_cast<uint32_t>(x.v.u));
+        edited = true;
+      } else if (x.desc == kDescProducerEpoch && wire::load_be16(copy.data() + kBatchProducerEpochAt) != static_cast<uint16_t>(x.v.i)) {
+        wire::store_be16(copy.data() + kBatchProducerEpochAt, static_cast<uint16_t>(x.v.i));
+        edited = true;
+      }
+    }
+    const bool shifted = time_shift_ms_ != 0 && shift_batch(copy, time_shift_ms_);
+    if (!shifted && !edited) continue;
+    if (!shifted) wire::store_be32(copy.data() + kBatchCrcAt, crc32c(std::span<const uint8_t>(copy).subspan(kBatchAttributesAt)));
     for (uint32_t c : Children(f, b)) {
       Node& x = f.nodes[c];
-      if ((x.desc == kDescBaseTimestamp || x.desc == kDescMaxTimestamp) && x.v.i != kNoTimestamp) x.v.i += time_shift_ms_;
+      if (shifted && (x.desc == kDescBaseTimestamp || x.desc == kDescMaxTimestamp) && x.v.i != kNoTimestamp) x.v.i += time_shift_ms_;
       else if (x.desc == kDescCrc) x.v.u = wire::load_be32(copy.data() + kBatchCrcAt);
     }
   }
@@ -479,10 +495,17 @@ void ReplayState::translate_response(Frame& f, const Frame& recorded_request, ui
   struct Edit { uint32_t node; int rule; std::string key; };
   std::vector<Edit> edits;
   const std::string request_member = member_key(recorded_request);
+  std::vector<uint32_t> records;
   for (uint32_t i = f.body + 1; i < f.nodes.size(); ++i) {
     const Node& n = f.nodes[i];
     if (n.type == WireType::Records) {
-      shift_answer_batches(f, i);
+      // Batch headers: the producer's id and epoch as the target knows them.
+      for (uint32_t b : Children(f, i))
+        for (uint32_t c : Children(f, b)) {
+          int r = f.nodes[c].desc == kDescProducerId || f.nodes[c].desc == kDescProducerEpoch ? rule_of(f.nodes[c].desc) : -1;
+          if (r >= 0) edits.push_back({c, r, scope_key(state_rules()[r], f, c, connection)});
+        }
+      records.push_back(i);
       i = n.end - 1;
       continue;
     }
@@ -509,6 +532,7 @@ void ReplayState::translate_response(Frame& f, const Frame& recorded_request, ui
     edits.push_back({i, r, std::move(key)});
   }
   for (const Edit& e : edits) substitute(f, e.node, e.key, e.rule);
+  for (uint32_t r : records) translate_answer_batches(f, r);
   for (uint32_t i = f.body + 1; i < f.nodes.size(); ++i) {
     const Node& n = f.nodes[i];
     if (n.type == WireType::Records) { i = n.end - 1; continue; }

@@ -114,9 +114,10 @@ class ReplayState {
   bool map_cluster_id(Frame& f, uint32_t node);
   bool follow(Frame& f, uint32_t node);
   int patch_batches(Frame& f, uint32_t records, const std::string& connection_key);
-  // A recorded answer's record batches as the target would hold them after
-  // the time shift: their timestamps moved and CRCs recomputed (nodes only).
-  void shift_answer_batches(Frame& f, uint32_t records) const;
+  // A recorded answer's record batches as the target would send them: the
+  // producer id and epoch it gave (substituted into the nodes first), the
+  // timestamps moved, the CRC recomputed (nodes only).
+  void translate_answer_batches(Frame& f, uint32_t records) const;
 
   const ProgramSet& ps_;
   RenameOptions renames_;

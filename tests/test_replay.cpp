@@ -223,6 +223,39 @@ TEST(ReplayState, ProducerIdsAreRewrittenInsideRecordBatchesWithANewCrc) {
   EXPECT_EQ(bytes, produce_request(batch(4242, 3), 0x11));
 }
 
+// A recorded ShareFetch answer (v2) whose records a producer wrote with the id
+// the capture's broker gave it: compared as the target would send them, with
+// the producer id and epoch it gave, and the CRC of those bytes.
+TEST(ReplayState, ProducerIdsAreTranslatedInsideRecordedAnswersRecords) {
+  FrameDecoder d(ps());
+  replay::ReplayState st(ps(), {});
+  learn_from(st, init_producer_id_request(), init_producer_id_response(1000, 0), init_producer_id_response(4242, 3), 22, 5);
+  auto share_fetch_answer = [](const std::vector<uint8_t>& records) {
+    Bytes b;
+    b.i32(7).tags0().i32(0).i16(0).cnull().i32(30000).carr(1).uuid(0x11).carr(1);
+    b.i32(0).i16(0).cnull().i16(0).cnull().i32(-1).i32(-1).tags0().cbytes(records);
+    b.carr(1).i64(0).i64(1).i16(1).tags0().tags0().tags0().carr(0).tags0();
+    return b.message();
+  };
+  Bytes rq = test::request_header_v2(78, 2, 7);
+  rq.cstr("g").cstr("m").i32(1).i32(500).i32(1).i32(1048576).i32(500).i32(500).i8(0).boolean(false).carr(0).carr(0).tags0();
+  const auto request_b = rq.message();
+  const auto recorded_b = share_fetch_answer(batch(1000, 0));
+  Frame req, recorded, want;
+  d.decode_request(request_b, req);
+  d.decode_response(recorded_b, 78, 2, recorded);
+  ASSERT_TRUE(req.ok()) << req.errors.front().reason;
+  ASSERT_TRUE(recorded.ok()) << recorded.errors.front().reason;
+  st.translate_response(recorded, req, 1);
+  // What the records encoder writes for producer 4242, epoch 3.
+  const auto want_b = share_fetch_answer(batch(4242, 3));
+  d.decode_response(want_b, 78, 2, want);
+  ASSERT_TRUE(want.ok());
+  std::vector<replay::Difference> diffs;
+  replay::compare(ps(), recorded, want, {}, diffs);
+  EXPECT_TRUE(diffs.empty()) << diffs.front().path << ": " << diffs.front().recorded << " -> " << diffs.front().replayed;
+}
+
 // The recorded InitProducerId failed (COORDINATOR_LOAD_IN_PROGRESS: producer id -1,
 // epoch -1) and the live one did not: -1 is no id, and a non-idempotent producer's
 // batches (producer id -1, epoch -1) keep it.
