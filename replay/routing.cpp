@@ -193,6 +193,11 @@ BrokerTraffic broker_traffic(const Frame& f, const ProgramSet& ps) {
   // transaction coordinator to verify a transactional write.
   if (api == "AddPartitionsToTxn" && f.api_version >= 4) return {"transaction verification", what};
   if (role_of(api) == Role::ShareCoordinator) return {"share state", what};
+  // Key type 2: a share-partition leader finding its share coordinator.
+  if (api == "FindCoordinator" && f.body) {
+    const Node* type = find_field(f, ps, f.body, "KeyType");
+    if (type && type->v.i == 2) return {"share state", what + " with key type 2 (a share coordinator)"};
+  }
   // A follower names itself: a replica id of 0 or more (clients send -1, and
   // ListOffsets -2 for a debugging consumer). Fetch moved it into ReplicaState in v15.
   if (f.body && (api == "Fetch" || api == "ListOffsets" || api == "OffsetForLeaderEpoch")) {

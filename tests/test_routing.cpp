@@ -187,6 +187,23 @@ TEST(Routing, TransactionMarkersAndVerificationAreBrokersOwn) {
   EXPECT_EQ(role_of(decode(client).f, ps()), Role::TxnCoordinator);
 }
 
+// FindCoordinator v6 (flexible): KeyType, CoordinatorKeys. Key type 2 finds a
+// share partition's share coordinator, which only a share-partition leader
+// asks for (its "group:topicId:partition" key); clients of share groups ask
+// for the group coordinator (key type 0).
+TEST(Routing, ShareCoordinatorLookupsAreBrokersOwn) {
+  auto persister = header(10, 6, true, "Persister-client-5");
+  persister.i8(2).carr(1).cstr("prod-fulfilment:eGL5kjqRTQCkChLoakmtqg:1").tags0();
+  const BrokerTraffic b = broker_traffic(decode(persister).f, ps());
+  EXPECT_EQ(b.kind, "share state");
+  EXPECT_EQ(b.detail, "FindCoordinator v6 with key type 2 (a share coordinator)");
+  for (int type : {0, 1}) {
+    auto client = header(10, 6, true, "consumer");
+    client.i8(type).carr(1).cstr("g").tags0();
+    EXPECT_FALSE(broker_traffic(decode(client).f, ps())) << type;
+  }
+}
+
 TEST(Routing, EveryKindIsNamedOnce) {
   std::set<std::string_view> kinds(broker_traffic_kinds().begin(), broker_traffic_kinds().end());
   EXPECT_EQ(kinds.size(), broker_traffic_kinds().size());
