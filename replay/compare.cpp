@@ -138,6 +138,13 @@ std::vector<IgnoreRule> default_ignore_rules() {
       {"DescribeQuorum:body.topics.partitions.observers.logEndOffset", "the target's metadata log"},
       {"DescribeQuorum:body.topics.partitions.currentVoters.replicaId", "node ids of the target"},
       {"DescribeQuorum:body.topics.partitions.observers.replicaId", "node ids of the target"},
+      {"ShareGroupDescribe:body.groups.groupEpoch",
+       "also counts the share partitions' initialization, which the coordinator ends in the background: how many "
+       "changes one bump covers is timing"},
+      {"ShareGroupDescribe:body.groups.assignmentEpoch", "follows the group epoch"},
+      {"ShareGroupDescribe:body.groups.members.assignment",
+       "a member is assigned a partition once its share state is initialized, which the coordinator does in the "
+       "background"},
   });
   for (auto& r : pattern_table<IgnoreRule>({
            {"Fetch:body.responses", "an incremental fetch lists the topics with news, which is timing"},
@@ -397,7 +404,22 @@ bool has_status_code(const ProgramSet& ps, const Frame& f, int64_t code) {
 }
 }  // namespace
 
+int64_t share_assigned(const ProgramSet& ps, const Frame& f) {
+  if (!f.ok() || !f.program || !f.body || f.program->api_name != "ShareGroupHeartbeat") return -1;
+  const Node* a = find_field(f, ps, f.body, "Assignment");
+  if (!a || a->is_null()) return -1;
+  const Node* tps = find_field(f, ps, static_cast<uint32_t>(a - f.nodes.data()), "TopicPartitions");
+  if (!tps || tps->is_null()) return -1;
+  int64_t n = 0;
+  const auto at = static_cast<uint32_t>(tps - f.nodes.data());
+  for (uint32_t t : Children(f, at))
+    for (uint32_t c : Children(f, t))
+      if (f.nodes[c].type == WireType::Array && !f.nodes[c].is_null()) n += f.nodes[c].aux;
+  return n;
+}
+
 bool assignment_delayed_only_live(const ProgramSet& ps, const Frame& recorded, const Frame& live) {
+  if (share_assigned(ps, live) == 0 && share_assigned(ps, recorded) > 0) return true;
   constexpr int64_t kAssignmentDelayed = 5;
   return has_status_code(ps, live, kAssignmentDelayed) && recorded.program && recorded.body &&
          !has_status_code(ps, recorded, kAssignmentDelayed);

@@ -218,6 +218,13 @@ const std::vector<TimerStatus>& timer_statuses();
 // A StreamsGroupHeartbeat answer whose status says ASSIGNMENT_DELAYED (the
 // target's assignment waits for a timer) where the recorded answer has no such
 // status: the client would heartbeat again, and the replay does (a retry).
+// Likewise a ShareGroupHeartbeat answered with an empty assignment where the
+// recorded answer assigned partitions: the target's share group has not
+// assigned this member yet (its assignor runs after the member joined), and
+// the member's next heartbeat gets it.
+// A ShareGroupHeartbeat answer's assignment: -1 when it has none (null: the
+// member's assignment is unchanged), else how many partitions it assigns.
+int64_t share_assigned(const ProgramSet& ps, const Frame& f);
 bool assignment_delayed_only_live(const ProgramSet& ps, const Frame& recorded, const Frame& live);
 // The last effective value of each sticky field, per member connection.
 struct StickyMemory {

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "dissector/protocol/decoder.hpp"
+#include "replay/share.hpp"
 #include "wire/wire.hpp"
 
 namespace kwire::replay {
@@ -93,6 +94,8 @@ std::string request_group(const ProgramSet& ps, const Frame& f) {
 
 double ms(int64_t us) { return static_cast<double>(us) / 1000.0; }
 
+bool share_api(std::string_view api) { return api == "ShareFetch" || api == "ShareAcknowledge"; }
+
 }  // namespace
 
 const std::vector<RaceField>& race_fields() {
@@ -116,6 +119,26 @@ const std::vector<RaceField>& group_race_fields() {
       {"Heartbeat:body.errorCode", "REBALANCE_IN_PROGRESS or not: whether another member's join came first"},
       {"OffsetCommit:body.topics.partitions.errorCode",
        "REBALANCE_IN_PROGRESS or not: whether another member's join came first"},
+  });
+  return v;
+}
+
+const std::vector<RaceField>& share_race_fields() {
+  static const std::vector<RaceField> v = pattern_table<RaceField>({
+      {"ShareFetch:body.responses.partitions.acquiredRecords",
+       "the records this member acquired: those no other member's fetch acquired first"},
+      {"ShareFetch:body.responses.partitions.records", "the batches of the records this member acquired"},
+      {"ShareFetch:body.responses.partitions", "a partition with records for this member, or none yet"},
+      {"ShareFetch:body.responses", "a topic with records for this member, or none yet"},
+      {"ShareAcknowledge:body.responses", "a topic whose acknowledgements this member had to send, or none"},
+  });
+  return v;
+}
+
+const std::vector<RaceField>& share_member_race_fields() {
+  static const std::vector<RaceField> v = pattern_table<RaceField>({
+      {"ShareGroupDescribe:body.groups.members", "the members: whether another member's join or leave came first"},
+      {"ShareGroupDescribe:body.groups.groupState", "Empty or Stable: whether a member's join or leave came first"},
   });
   return v;
 }
@@ -216,9 +239,29 @@ void classify_races(const ProgramSet& ps, const Recording& rec, const TopicNameO
   // by topic-partition, joins and leaves by group.
   std::map<TopicPartition, std::vector<const ExchangeResult*>> writes;
   std::map<std::string, std::vector<const ExchangeResult*>> group_changes;
+  // Share groups: their members' ShareFetches, and the heartbeats that join
+  // (member epoch 0) or leave (-1).
+  std::map<std::string, std::vector<const ExchangeResult*>> share_fetches, share_joins;
+  std::map<const ExchangeResult*, std::string> member_of;   // a ShareFetch's member (one member fetches from each leader)
   Frame f;
   for (const auto& r : result.exchanges) {
     if (r.live_sent_us < 0) continue;
+    if (r.api_name == "ShareFetch" || r.api_name == "ShareGroupHeartbeat") {
+      const Exchange* e = exchange_of(r);
+      if (!e || e->malformed) continue;
+      dec.decode_request(e->request, f);
+      const std::string g = request_group(ps, f);
+      if (g.empty()) continue;
+      if (r.api_name == "ShareFetch") {
+        share_fetches[g].push_back(&r);
+        if (const Node* m = f.body ? find_field(f, ps, f.body, "MemberId") : nullptr; m && !m->is_null())
+          member_of[&r] = std::string(m->str());
+      } else if (const Node* epoch = f.body ? find_field(f, ps, f.body, "MemberEpoch") : nullptr;
+                 epoch && (epoch->v.i == 0 || epoch->v.i == -1)) {
+        share_joins[g].push_back(&r);
+      }
+      continue;
+    }
     const bool writer = listed(partition_writers(), r.api_name), changer = listed(group_changers(), r.api_name);
     if (!writer && !changer) continue;
     const Exchange* e = exchange_of(r);
@@ -229,7 +272,7 @@ void classify_races(const ProgramSet& ps, const Recording& rec, const TopicNameO
     if (changer)
       if (std::string g = request_group(ps, f); !g.empty()) group_changes[g].push_back(&r);
   }
-  if (writes.empty() && group_changes.empty()) return;
+  if (writes.empty() && group_changes.empty() && share_fetches.empty() && share_joins.empty()) return;
 
   // The nearest request of another session among `others` that raced with r
   // (exchange x): none when every one of them is ordered by the capture and
@@ -280,9 +323,14 @@ void classify_races(const ProgramSet& ps, const Recording& rec, const TopicNameO
     // On a group: every difference a group race field, one of them an error
     // code that is REBALANCE_IN_PROGRESS on one side only.
     bool on_group = true, rebalance = false;
+    bool on_share = share_api(r.api_name), on_members = r.api_name == "ShareGroupDescribe";
     for (const auto& d : r.differences) {
       if (d.ignored) continue;
       any = true;
+      if (on_share && (!race_field(share_race_fields(), r.api_name, d.path) || json_names_error(d.recorded) ||
+                       json_names_error(d.replayed) || d.path.ends_with("rrorCode")))
+        on_share = false;
+      if (on_members && !race_field(share_member_race_fields(), r.api_name, d.path)) on_members = false;
       TopicPartition tp;
       if (on_partitions && (!race_field(race_fields(), r.api_name, d.path) ||
                             !topic_partition_at(ps, f, nullptr, d.path, topic_name, tp) || tp.partition < 0))
@@ -309,6 +357,60 @@ void classify_races(const ProgramSet& ps, const Recording& rec, const TopicNameO
       auto c = group_changes.find(g);
       RaceEvidence ev;
       if (!g.empty() && c != group_changes.end() && racing(r, x, c->second, "group " + g, ev)) evidence.push_back(std::move(ev));
+    }
+    if (evidence.empty() && on_share) {
+      // The topics (and partitions) the differences lie under, read off the
+      // recorded answer (still in f).
+      std::set<TopicPartition> under;
+      for (const auto& d : r.differences) {
+        TopicPartition tp;
+        if (!d.ignored && topic_partition_at(ps, f, nullptr, d.path, topic_name, tp)) under.insert(tp);
+      }
+      dec.decode_request(x->request, f);
+      const std::string g = f.ok() ? request_group(ps, f) : std::string();
+      const Node* self = f.ok() && f.body ? find_field(f, ps, f.body, "MemberId") : nullptr;
+      std::vector<const ExchangeResult*> others;   // other members' fetches
+      if (auto m = share_fetches.find(g); !g.empty() && m != share_fetches.end())
+        for (const ExchangeResult* o : m->second)
+          if (auto it = member_of.find(o); !self || self->is_null() || it == member_of.end() || it->second != self->str())
+            others.push_back(o);
+      RaceEvidence ev;
+      if (!others.empty() && racing(r, x, others, "share group " + g, ev)) {
+        evidence.push_back(std::move(ev));
+      } else {
+        // Records a long-polled fetch got from a write that came while it
+        // waited: on the target the wait may end first.
+        for (const auto& [tp, list] : writes) {
+          const bool named = std::any_of(under.begin(), under.end(), [&](const TopicPartition& u) {
+            return u.topic == tp.topic && (u.partition < 0 || u.partition == tp.partition);
+          });
+          if (named && racing(r, x, list, tp.str(), ev)) {
+            evidence.push_back(std::move(ev));
+            break;
+          }
+        }
+      }
+    }
+    if (evidence.empty() && on_members) {
+      // ShareGroupDescribe names its groups in an array: the one raced on is
+      // any of them with a join or leave of another session.
+      dec.decode_request(x->request, f);
+      auto names = [&](const std::string& g) {
+        for (uint32_t i = f.body; f.ok() && f.body && i < f.nodes.size(); ++i) {
+          const Node& n = f.nodes[i];
+          if (n.type == WireType::String && !n.is_null() && n.desc != kDescUnknownTag &&
+              ps.field(n.desc).entity == "groupId" && n.str() == g)
+            return true;
+        }
+        return false;
+      };
+      for (const auto& [g, joins] : share_joins) {
+        RaceEvidence ev;
+        if (names(g) && racing(r, x, joins, "share group " + g, ev)) {
+          evidence.push_back(std::move(ev));
+          break;
+        }
+      }
     }
     if (evidence.empty()) continue;
     r.outcome = Outcome::Race;

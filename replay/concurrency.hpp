@@ -9,7 +9,9 @@
 //   other order, and values that count what reached the partition before
 //   (a Produce's baseOffset, ListOffsets' latest offset) then differ. Such a
 //   difference is reported as a race, with the other request as evidence, and
-//   not as a regression.
+//   not as a regression. Members of a share group race for the records of
+//   the partitions they share: which member's ShareFetch acquires a record
+//   is their interleaving.
 // - Reads after admin writes. A Metadata (or DescribeTopicPartitions,
 //   ListOffsets, DescribeConfigs) answer may not show a topic the replay has
 //   just created, grown or deleted. A read whose differences all concern such
@@ -63,6 +65,16 @@ const std::vector<std::string_view>& partition_writers();
 const std::vector<RaceField>& group_race_fields();
 // Request apis that start a classic group's rebalance ("JoinGroup", "LeaveGroup").
 const std::vector<std::string_view>& group_changers();
+// Share group answers (KIP-932) that depend on which member's ShareFetch
+// reached a partition first: the records a member acquired, and what its
+// acknowledgements then cover. A difference in these alone, with no error
+// code other than 0 on either side, is a race when another member of the
+// same share group fetched concurrently.
+const std::vector<RaceField>& share_race_fields();
+// ShareGroupDescribe answers that depend on whether a member's join or leave
+// (a ShareGroupHeartbeat with member epoch 0 or -1) of another session came
+// first: a race when such a heartbeat raced with the describe.
+const std::vector<RaceField>& share_member_race_fields();
 
 // The topic-partitions a request names (elements with a partition index
 // under an element with a topic name or id).

@@ -34,6 +34,7 @@
 #include "replay/routing.hpp"
 #include "replay/order.hpp"
 #include "replay/sequence.hpp"
+#include "replay/share.hpp"
 #include "replay/split.hpp"
 #include "replay/timeshift.hpp"
 #include "wire/message_builder.hpp"
@@ -572,6 +573,18 @@ class Engine {
   FrameDecoder dec_;
   FrameEncoder enc_;
   ReplayState state_;
+  // What each share-group member holds acquired, in the capture and live.
+  ShareLedger share_;
+  // Partitions assigned to each session's share-group member by the target's
+  // last ShareGroupHeartbeat answer that named an assignment.
+  std::map<uint32_t, int64_t> share_assignment_;
+  // Share requests (session, exchange) whose acknowledgements kwire rewrote.
+  std::set<std::pair<uint32_t, uint32_t>> share_rewritten_;
+  int64_t live_share_assigned(uint32_t session) {
+    if (const int64_t n = share_assigned(ps_, live_); n >= 0) share_assignment_[session] = n;
+    auto it = share_assignment_.find(session);
+    return it == share_assignment_.end() ? 0 : it->second;
+  }
   std::deque<LiveConn> conns_;       // a deque: side links are added as the run goes, references stay
   std::vector<bool> resolved_;
   uint64_t prefix_ = 0;              // responses 0..prefix_-1 are all resolved
@@ -689,6 +702,8 @@ class Engine {
   // __share_group_state): its offsets count the coordinators' own writes,
   // which follow their timers and the target's history, not a client's data.
   void internal_topic_offsets(std::vector<Difference>& diffs);
+  void share_never_acquired();
+  void assigned_sooner(const LiveConn& c, const InFlight& f, std::vector<Difference>& diffs);
   // A split request: the request as one (compared, and sent again whole to be
   // split anew) and its parts' answers, joined once all have come.
   struct Split {
@@ -1772,7 +1787,9 @@ bool Engine::prepare_request(LiveConn& c, const Exchange& e, uint32_t idx, std::
   const bool login = c.sasl && m && m->api_name == "SaslAuthenticate";
   const bool node_id = e.api_key == 18 && e.api_version >= 5 && c.target_node >= 0;  // see below
   const bool cap = m && !e.malformed && caps_replication(*m);
-  if (e.malformed || !m || (!login && !node_id && !cap && !o_.on_request && (!state_.substituting() || !state_.may_rewrite(*m)))) {
+  const bool share_ack = e.api_key == kShareFetchKey || e.api_key == kShareAcknowledgeKey;
+  if (e.malformed || !m ||
+      (!login && !node_id && !cap && !share_ack && !o_.on_request && (!state_.substituting() || !state_.may_rewrite(*m)))) {
     // Nothing in it can change (or it does not decode as recorded): sent as
     // it was, with the new correlation id.
     bytes = e.request;
@@ -1805,6 +1822,13 @@ bool Engine::prepare_request(LiveConn& c, const Exchange& e, uint32_t idx, std::
     if (skip) return true;
   }
   if (cap) r.substitutions += cap_replication(edited, r);
+  // A share consumer acknowledges what it acquired: on the target, that is
+  // what this member's ShareFetches acquired there.
+  if (share_ack)
+    if (const int n = translate_acknowledgements(edited, ps_, share_); n > 0) {
+      r.substitutions += n;
+      share_rewritten_.insert({c.s->id, idx});
+    }
   if (e.api_key == 18 && c.target_node >= 0 && edited.body) {
     // ApiVersions v5+ names the node the client meant (KIP-1102's
     // REBOOTSTRAP_REQUIRED answers a mismatch): the target's node it goes to.
@@ -2023,7 +2047,9 @@ LiveConn& Engine::link_for(LiveConn& c, uint32_t idx, bool first) {
   int32_t node = p.node;
   // A fetch session lives on the broker it began on: an incremental fetch,
   // and a request that names nothing placed, go where the api's last went.
-  auto last = c.last_node.find(e.api_key);
+  // A share session's ShareAcknowledge goes where its ShareFetch went.
+  const int16_t session_api = e.api_key == kShareAcknowledgeKey ? kShareFetchKey : e.api_key;
+  auto last = c.last_node.find(session_api);
   if (last != c.last_node.end()) {
     const Node* epoch = e.api_key == 1 ? find_field(placing_, ps_, placing_.body, "SessionEpoch") : nullptr;
     if (node == ClusterView::kUnknown || (epoch && epoch->v.i > 0)) node = last->second;
@@ -2035,7 +2061,7 @@ LiveConn& Engine::link_for(LiveConn& c, uint32_t idx, bool first) {
     if (first && !p.unknown.empty()) unplaced_.emplace_back(e.frame, p.unknown);
     return c;
   }
-  c.last_node[e.api_key] = node;
+  c.last_node[session_api] = node;
   LiveConn& link = link_to(c, node);
   if (first && &link != &c) ++routed_[p.role];
   return link;
@@ -2395,6 +2421,7 @@ void Engine::answered(LiveConn& c, InFlight f, std::span<const uint8_t> msg, int
   ExchangeResult& r = out_.exchanges[sess.results[f.exchange]];
   r.live_latency_us = now - f.sent_us;
   if (!e.response.empty() && e.response.size() == msg.size() && !o_.on_response && o_.compare.expect.empty() &&
+      e.api_key != kShareFetchKey &&   // what it acquired is kept (replay/share.hpp)
       std::equal(msg.begin() + 8, msg.end(), e.response.begin() + 8) &&
       (state_.differing() == 0 || !state_.learns_from(e.api_key))) {
     // Byte for byte the recorded answer (after the correlation id): the same;
@@ -2434,8 +2461,28 @@ void Engine::answered(LiveConn& c, InFlight f, std::span<const uint8_t> msg, int
   // member heartbeats again, as with a retriable error. Matters in --timing
   // fast, which would otherwise run through the member's whole life before
   // the timer fires.
-  const bool delayed = live_class == 0 && live_.ok() && assignment_delayed_only_live(ps_, recorded_resp_, live_);
-  const bool charged = !coordinator_only;
+  bool delayed = live_class == 0 && live_.ok() && assignment_delayed_only_live(ps_, recorded_resp_, live_);
+  if (!delayed && live_class == 0 && e.api_key == 76 /* ShareGroupHeartbeat */ && live_.ok() &&
+      live_share_assigned(c.s->id) == 0) {
+    // A share group assigns a partition once its share state is initialized,
+    // after the member joined: until then the member holds nothing, and
+    // heartbeats again. Either answer may leave the assignment unchanged
+    // (null): the member's is then the last one it was given.
+    Frame probe;
+    for (uint32_t k = f.exchange + 1; k-- > 0;) {
+      const Exchange& earlier = c.s->exchanges[k];
+      if (earlier.api_key != e.api_key || earlier.response.empty()) continue;
+      dec_.decode_response(earlier.response, earlier.api_key, earlier.api_version, probe);
+      if (const int64_t n = share_assigned(ps_, probe); n >= 0) {
+        delayed = n > 0;
+        break;
+      }
+    }
+  }
+  // Waiting for the target's background work (a coordinator loading, an
+  // assignment waiting for its timer or its share partitions' state) is not
+  // charged to the session's budget: each request keeps its own limit.
+  const bool charged = !coordinator_only && !delayed;
   // An incremental fetch the broker answered (errors only in partitions) has
   // spent its session epoch: the same request again would be answered
   // INVALID_FETCH_SESSION_EPOCH, so its partitions' errors are compared.
@@ -2570,12 +2617,36 @@ void Engine::answered(LiveConn& c, InFlight f, std::span<const uint8_t> msg, int
     cmp_.target_endpoints = !listeners_[c.listener].endpoints.empty() ? &listeners_[c.listener].endpoints
                             : c.listener == 0                        ? &target_view_.brokers()
                                                                      : nullptr;
+  if (e.api_key == kShareFetchKey && live_.ok()) {
+    Frame& sent = placing_;
+    dec_.decode_request(f.bytes, sent);
+    learn_acquired(sent, recorded_resp_, live_, ps_, share_, sess.results[f.exchange]);
+  }
   cmp_.run_to_ms = wall_ns() / 1'000'000;
   compare(ps_, recorded_resp_, live_, cmp_, r.differences, &sticky_, std::to_string(c.s->id));
   if (const Listing* l = listing_of(r.api_name); l && (request_routing() || cluster_routing()))
     listed_elsewhere(c, *l, r.differences);
   if (e.api_key == 1) read_replica_by_role(c, f, r.differences);
   if (e.api_key == 2) internal_topic_offsets(r.differences);
+  if (r.api_name == "DescribeShareGroupOffsets") settled_start_offsets(recorded_resp_, live_, ps_, r.differences);
+  if (e.api_key == 76 /* ShareGroupHeartbeat */) assigned_sooner(c, f, r.differences);
+  if (share_rewritten_.count({c.s->id, f.exchange})) {
+    // The answer names what the acknowledgements named: a topic or partition
+    // the recorded request did not acknowledge in, with no error, follows
+    // from the rewriting.
+    for (auto& d : r.differences) {
+      // (A ShareFetch answer without the recorded topic is about what it acquired: a race, or not.)
+      const bool live_only = d.recorded == "\"(absent)\"",
+                 recorded_only = d.replayed == "\"(absent)\"" && e.api_key == kShareAcknowledgeKey;
+      const std::string& present = live_only ? d.replayed : d.recorded;
+      if (d.ignored || (!live_only && !recorded_only) || present.find("rrorCode\":") == std::string::npos ||
+          json_names_error(present) || (plain_path(d.path) != "body.responses" && plain_path(d.path) != "body.responses.partitions"))
+        continue;
+      d.ignored = true;
+      d.rule = live_only ? "acknowledgements of records this member acquired on the target (the capture's member had none there)"
+                         : "acknowledgements of records the capture's member acquired and this member did not";
+    }
+  }
   if (o_.on_response) {
     std::vector<std::pair<std::string, std::string>> add;
     std::string error;
@@ -2802,6 +2873,59 @@ void Engine::read_replica_by_role(const LiveConn& c, const InFlight& f, std::vec
     d.ignored = true;
     d.rule = "read replica by role: both sides read from a replica in the fetch's rack " + rack + " (node " +
              std::to_string(recorded_node) + " recorded, " + std::to_string(live_node) + " on the target)";
+  }
+}
+
+// A share group member that the target assigned partitions where the capture
+// shows none yet: the target initialized the share partitions' state sooner
+// (in the background). Timing, when the member's later answers in the capture
+// assign it partitions too.
+void Engine::assigned_sooner(const LiveConn& c, const InFlight& f, std::vector<Difference>& diffs) {
+  for (auto& d : diffs) {
+    if (d.ignored || d.path != "body.assignment" || live_share_assigned(c.s->id) <= 0 ||
+        d.recorded.find("\"topicPartitions\":[]") == std::string::npos)
+      continue;
+    Frame probe;
+    for (uint32_t k = f.exchange + 1; k < c.s->exchanges.size(); ++k) {
+      const Exchange& later = c.s->exchanges[k];
+      if (later.api_key != 76 || later.response.empty()) continue;
+      dec_.decode_response(later.response, later.api_key, later.api_version, probe);
+      if (share_assigned(ps_, probe) > 0) {
+        d.ignored = true;
+        d.rule = "assigned sooner on the target (its share partitions initialized sooner); the capture assigns it in frame " +
+                 std::to_string(later.response_frame);
+        break;
+      }
+    }
+  }
+}
+
+// Which member of a share group acquires a record is timing (a race); that
+// some member acquires every record the capture's members did is not. A lack
+// is a regression of the last ShareFetch answer of that partition.
+void Engine::share_never_acquired() {
+  for (const auto& lack : share_.never_acquired()) {
+    if (lack.exchange >= out_.exchanges.size()) continue;
+    ExchangeResult& r = out_.exchanges[lack.exchange];
+    std::string offsets;
+    for (const auto& o : lack.offsets)
+      offsets += (offsets.empty() ? "" : ",") + std::to_string(o.first) + (o.last > o.first ? "-" + std::to_string(o.last) : "");
+    const bool from_write = !r.races.empty() && std::all_of(r.races.begin(), r.races.end(), [](const RaceEvidence& ev) {
+      return ev.api.starts_with("Produce");
+    });
+    if (r.outcome == Outcome::Race && from_write && lack.in_last) {
+      // The capture's last fetch got them from a write that came while it
+      // waited; here its wait ended first, and the member's session with it.
+      r.note += "; offsets " + offsets + " came in the capture during this fetch's wait and were acquired by no member here";
+      continue;
+    }
+    const std::string id = wire::uuid_to_string(reinterpret_cast<const uint8_t*>(lack.where.topic_id.data()));
+    r.differences.insert(r.differences.begin(),
+                         {"share group " + lack.where.group + " topic " + id + " partition " + std::to_string(lack.where.partition),
+                          "\"offsets " + offsets + " acquired by some member\"", "\"acquired by no member\"", "", false});
+    r.outcome = Outcome::Regression;
+    r.races.clear();
+    r.note = "records that the capture's members of share group " + lack.where.group + " acquired and no member on the target did";
   }
 }
 
@@ -3044,6 +3168,7 @@ bool Engine::run(std::string& error) {
   out_.wall_s = (now_us() - start_us_) / 1e6;
   collect_shape();
   classify_races(ps_, rec_, [this](std::string_view id) { return topic_name(id); }, out_);
+  share_never_acquired();
   if (out_.reads_converged || out_.reads_not_converged)
     out_.notes.push_back(std::to_string(out_.reads_converged + out_.reads_not_converged) +
                          " reads after an admin write were sent again until they converged: " +
