@@ -35,7 +35,8 @@ std::string capture(const std::string& name) { return std::string(KWIRE_SOURCE_D
 const std::vector<std::string> kCaptures = {"demo.pcapng",         "stateful.pcapng",   "admin.pcapng",
                                             "plugin-failures.pcapng", "old-client.pcapng", "topology-upgrade.pcapng",
                                             "txn-consumer.pcapng",  "classic-consumer.pcapng", "other-clients.pcapng",
-                                            "go-clients.pcapng", "cluster.pcapng", "aged-records.pcapng"};
+                                            "go-clients.pcapng", "cluster.pcapng", "aged-records.pcapng",
+                                            "share-group.pcapng"};
 
 // All messages of a capture as JSON lines, in capture order; decoded once per file.
 const std::vector<json>& messages(const std::string& name) {
@@ -1157,4 +1158,83 @@ TEST(ProductionCapture, TheShareConsumerReleasesOneRecordAndAcceptsItOnItsSecond
   EXPECT_EQ(released, 1);
   EXPECT_EQ(released + accepted_once, 30);
   for (const auto& r : of(kCap, 79, "response")) EXPECT_EQ(r["body"]["errorCode"], 0) << r["frame"];
+}
+
+// Scenario share-group (ShareGroupScenario.java): an idempotent producer
+// writes record i (key "k<i>", value "record <i>") to share-in, one
+// partition, one at a time, so record i is at offset i; members a
+// (kwire-share-a, explicit acknowledgement) and b (kwire-share-b, implicit) of
+// share group share-app take them. a releases the first record it gets, which
+// is then delivered again; every record is accepted once.
+namespace {
+std::string base64(const std::string& in) {
+  static const char* t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    const uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8) | uint8_t(in[i + 2]);
+    for (int s : {18, 12, 6, 0}) out += t[(v >> s) & 63];
+  }
+  if (i + 1 == in.size()) {
+    const uint32_t v = uint8_t(in[i]) << 16;
+    out += t[(v >> 18) & 63], out += t[(v >> 12) & 63], out += "==";
+  } else if (i + 2 == in.size()) {
+    const uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8);
+    out += t[(v >> 18) & 63], out += t[(v >> 12) & 63], out += t[(v >> 6) & 63], out += '=';
+  }
+  return out;
+}
+}  // namespace
+
+TEST(ShareGroupCapture, BothMembersAcquireRecordsAndTheReleasedOneComesBack) {
+  const std::string cap = "share-group.pcapng";
+  // Answers to each member's ShareFetch requests: by correlation id and connection.
+  std::map<std::tuple<std::string, std::string, int>, std::string> client_of;
+  for (const auto& m : of(cap, 78, "request"))
+    client_of[{m["src"], m["dst"], m["correlationId"]}] = m["header"]["clientId"];
+  std::map<int64_t, int> deliveries;          // offset -> times acquired
+  std::map<std::string, int> acquired_by;     // client id -> records acquired
+  int keys_checked = 0;
+  for (const auto& r : of(cap, 78, "response")) {
+    EXPECT_EQ(r["body"]["errorCode"], 0) << r["frame"];
+    const std::string client = client_of[{r["dst"], r["src"], r["correlationId"]}];
+    for (const auto& t : r["body"]["responses"])
+      for (const auto& p : t["partitions"]) {
+        EXPECT_EQ(p["partitionIndex"], 0);
+        EXPECT_EQ(p["errorCode"], 0) << r["frame"];
+        EXPECT_EQ(p["acknowledgeErrorCode"], 0) << r["frame"];
+        for (const auto& a : p["acquiredRecords"])
+          for (int64_t o = a["firstOffset"]; o <= a["lastOffset"].get<int64_t>(); ++o) ++deliveries[o], ++acquired_by[client];
+        for (const auto& batch : p["records"])
+          for (const auto& rec : batch["records"]) {
+            const int64_t offset = batch["baseOffset"].get<int64_t>() + rec["offsetDelta"].get<int64_t>();
+            EXPECT_EQ(rec["key"], base64("k" + std::to_string(offset))) << "offset " << offset;
+            EXPECT_EQ(rec["value"], base64("record " + std::to_string(offset))) << "offset " << offset;
+            ++keys_checked;
+          }
+      }
+  }
+  ASSERT_EQ(deliveries.size(), 60u);
+  EXPECT_EQ(deliveries.begin()->first, 0);
+  EXPECT_EQ(deliveries.rbegin()->first, 59);
+  EXPECT_GT(acquired_by["kwire-share-a"], 0);
+  EXPECT_GT(acquired_by["kwire-share-b"], 0);
+  EXPECT_EQ(keys_checked, 61);   // 60 records, one of them delivered twice
+  // The one release (type 2), by member a, of the one record delivered twice.
+  std::vector<int64_t> released;
+  for (int api : {78, 79})
+    for (const auto& m : of(cap, api, "request"))
+      for (const auto& t : m["body"]["topics"])
+        for (const auto& p : t["partitions"])
+          for (const auto& b : p["acknowledgementBatches"]) {
+            const auto& types = b["acknowledgeTypes"];
+            for (int64_t o = b["firstOffset"]; o <= b["lastOffset"].get<int64_t>(); ++o) {
+              const int type = types.size() == 1 ? types[0].get<int>() : types[o - b["firstOffset"].get<int64_t>()].get<int>();
+              if (type != 2) continue;
+              released.push_back(o);
+              EXPECT_EQ(m["header"]["clientId"], "kwire-share-a") << m["frame"];
+            }
+          }
+  ASSERT_EQ(released.size(), 1u);
+  for (const auto& [offset, n] : deliveries) EXPECT_EQ(n, offset == released[0] ? 2 : 1) << "offset " << offset;
 }
