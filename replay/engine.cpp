@@ -2904,19 +2904,24 @@ void Engine::assigned_sooner(const LiveConn& c, const InFlight& f, std::vector<D
 // some member acquires every record the capture's members did is not. A lack
 // is a regression of the last ShareFetch answer of that partition.
 void Engine::share_never_acquired() {
+  struct Left {
+    uint64_t frame;
+    std::string group, offsets;
+  };
+  std::vector<Left> left_unacquired;
   for (const auto& lack : share_.never_acquired()) {
     if (lack.exchange >= out_.exchanges.size()) continue;
     ExchangeResult& r = out_.exchanges[lack.exchange];
     std::string offsets;
     for (const auto& o : lack.offsets)
       offsets += (offsets.empty() ? "" : ",") + std::to_string(o.first) + (o.last > o.first ? "-" + std::to_string(o.last) : "");
-    const bool from_write = !r.races.empty() && std::all_of(r.races.begin(), r.races.end(), [](const RaceEvidence& ev) {
-      return ev.api.starts_with("Produce");
-    });
-    if (r.outcome == Outcome::Race && from_write && lack.in_last) {
-      // The capture's last fetch got them from a write that came while it
-      // waited; here its wait ended first, and the member's session with it.
-      r.note += "; offsets " + offsets + " came in the capture during this fetch's wait and were acquired by no member here";
+    if (r.outcome == Outcome::Race && lack.in_last) {
+      // The capture's last fetch to acquire them raced (with another member,
+      // or with the write it waited for): here it acquired others, or its
+      // wait ended first, and the members' sessions end as recorded, before
+      // fetching these. The race says so; so do the lags it leaves.
+      r.note += "; offsets " + offsets + " that this fetch acquired in the capture were acquired by no member here";
+      left_unacquired.push_back({r.frame, lack.where.group, offsets});
       continue;
     }
     const std::string id = wire::uuid_to_string(reinterpret_cast<const uint8_t*>(lack.where.topic_id.data()));
@@ -2926,6 +2931,24 @@ void Engine::share_never_acquired() {
     r.outcome = Outcome::Regression;
     r.races.clear();
     r.note = "records that the capture's members of share group " + lack.where.group + " acquired and no member on the target did";
+  }
+  if (left_unacquired.empty()) return;
+  // A later DescribeShareGroupOffsets counts what was left: its lags and start
+  // offsets alone differing follow from the same race.
+  for (auto& x : out_.exchanges) {
+    if (x.api_name != "DescribeShareGroupOffsets" || x.outcome != Outcome::Regression) continue;
+    const Left* by = nullptr;
+    for (const Left& l : left_unacquired)
+      if (l.frame < x.frame) by = &l;
+    const bool lags_only = std::all_of(x.differences.begin(), x.differences.end(), [](const Difference& d) {
+      return d.ignored || d.path.ends_with(".lag") || d.path.ends_with(".startOffset");
+    });
+    if (!by || !lags_only) continue;
+    x.outcome = Outcome::Race;
+    for (auto& d : x.differences)
+      if (!d.ignored) d.rule = "race";
+    x.note = "share group " + by->group + ": offsets " + by->offsets + " left unacquired by the race of frame " +
+             std::to_string(by->frame);
   }
 }
 
