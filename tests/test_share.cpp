@@ -143,9 +143,11 @@ Frame decode_request(const std::vector<uint8_t>& bytes) {
 // ShareAcknowledge v2: GroupId, MemberId, ShareSessionEpoch, IsRenewAck,
 // Topics [TopicId, Partitions [PartitionIndex, AcknowledgementBatches
 // [FirstOffset, LastOffset, AcknowledgeTypes]]].
-std::vector<uint8_t> share_acknowledge(const std::vector<std::pair<int, std::vector<AckBatch>>>& partitions) {
-  Bytes b = test::request_header_v2(79, 2, 9, "kwire-share-a");
-  b.cstr("share-app").cstr(kMember).i32(4).boolean(false).carr(1).uuid(7).carr(partitions.size());
+using Partitions = std::vector<std::pair<int, std::vector<AckBatch>>>;
+
+// A topic's Partitions array of acknowledgements, and the topic's tags.
+void put_partitions(Bytes& b, const Partitions& partitions) {
+  b.carr(partitions.size());
   for (const auto& [p, batches] : partitions) {
     b.i32(p).carr(batches.size());
     for (const AckBatch& a : batches) {
@@ -155,7 +157,14 @@ std::vector<uint8_t> share_acknowledge(const std::vector<std::pair<int, std::vec
     }
     b.tags0();
   }
-  b.tags0().tags0();
+  b.tags0();
+}
+
+std::vector<uint8_t> share_acknowledge(const Partitions& partitions) {
+  Bytes b = test::request_header_v2(79, 2, 9, "kwire-share-a");
+  b.cstr("share-app").cstr(kMember).i32(4).boolean(false).carr(1).uuid(7);
+  put_partitions(b, partitions);
+  b.tags0();
   return b.message();
 }
 
@@ -178,23 +187,14 @@ TEST(ShareAcknowledgements, ARequestCarriesTheLiveMembersOffsets) {
 
 // ShareFetch v2 with no acknowledgements and no partitions (an incremental
 // fetch of a share session), or with the given ones.
-std::vector<uint8_t> share_fetch(uint8_t topic, const std::vector<std::pair<int, std::vector<AckBatch>>>& partitions) {
+std::vector<uint8_t> share_fetch(uint8_t topic, const Partitions& partitions) {
   Bytes b = test::request_header_v2(78, 2, 10, "kwire-share-a");
   b.cstr("share-app").cstr(kMember).i32(5).i32(500).i32(1).i32(52428800).i32(500).i32(500).i8(0).boolean(false);
   if (partitions.empty()) {
     b.carr(0);
   } else {
-    b.carr(1).uuid(topic).carr(partitions.size());
-    for (const auto& [p, batches] : partitions) {
-      b.i32(p).carr(batches.size());
-      for (const AckBatch& a : batches) {
-        b.i64(a.first).i64(a.last).carr(a.types.size());
-        for (int8_t t : a.types) b.i8(t);
-        b.tags0();
-      }
-      b.tags0();
-    }
-    b.tags0();
+    b.carr(1).uuid(topic);
+    put_partitions(b, partitions);
   }
   b.carr(0).tags0();
   return b.message();
