@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <unordered_map>
@@ -704,6 +705,10 @@ class Engine {
   void internal_topic_offsets(std::vector<Difference>& diffs);
   void share_never_acquired();
   void assigned_sooner(const LiveConn& c, const InFlight& f, std::vector<Difference>& diffs);
+  // What the session's recorded ShareGroupHeartbeat answers assign (share_assigned()),
+  // from exchange `from` backward or forward: the first that `stop` takes, else -1.
+  int64_t recorded_share_assignment(const LiveConn& c, uint32_t from, bool backward,
+                                    const std::function<bool(int64_t)>& stop, uint64_t* frame = nullptr);
   // A split request: the request as one (compared, and sent again whole to be
   // split anew) and its parts' answers, joined once all have come.
   struct Split {
@@ -2468,16 +2473,7 @@ void Engine::answered(LiveConn& c, InFlight f, std::span<const uint8_t> msg, int
     // after the member joined: until then the member holds nothing, and
     // heartbeats again. Either answer may leave the assignment unchanged
     // (null): the member's is then the last one it was given.
-    Frame probe;
-    for (uint32_t k = f.exchange + 1; k-- > 0;) {
-      const Exchange& earlier = c.s->exchanges[k];
-      if (earlier.api_key != e.api_key || earlier.response.empty()) continue;
-      dec_.decode_response(earlier.response, earlier.api_key, earlier.api_version, probe);
-      if (const int64_t n = share_assigned(ps_, probe); n >= 0) {
-        delayed = n > 0;
-        break;
-      }
-    }
+    delayed = recorded_share_assignment(c, f.exchange, true, [](int64_t n) { return n >= 0; }) > 0;
   }
   // Waiting for the target's background work (a coordinator loading, an
   // assignment waiting for its timer or its share partitions' state) is not
@@ -2630,23 +2626,7 @@ void Engine::answered(LiveConn& c, InFlight f, std::span<const uint8_t> msg, int
   if (e.api_key == 2) internal_topic_offsets(r.differences);
   if (r.api_name == "DescribeShareGroupOffsets") settled_start_offsets(recorded_resp_, live_, ps_, r.differences);
   if (e.api_key == 76 /* ShareGroupHeartbeat */) assigned_sooner(c, f, r.differences);
-  if (share_rewritten_.count({c.s->id, f.exchange})) {
-    // The answer names what the acknowledgements named: a topic or partition
-    // the recorded request did not acknowledge in, with no error, follows
-    // from the rewriting.
-    for (auto& d : r.differences) {
-      // (A ShareFetch answer without the recorded topic is about what it acquired: a race, or not.)
-      const bool live_only = d.recorded == "\"(absent)\"",
-                 recorded_only = d.replayed == "\"(absent)\"" && e.api_key == kShareAcknowledgeKey;
-      const std::string& present = live_only ? d.replayed : d.recorded;
-      if (d.ignored || (!live_only && !recorded_only) || present.find("rrorCode\":") == std::string::npos ||
-          json_names_error(present) || (plain_path(d.path) != "body.responses" && plain_path(d.path) != "body.responses.partitions"))
-        continue;
-      d.ignored = true;
-      d.rule = live_only ? "acknowledgements of records this member acquired on the target (the capture's member had none there)"
-                         : "acknowledgements of records the capture's member acquired and this member did not";
-    }
-  }
+  if (share_rewritten_.count({c.s->id, f.exchange})) rewritten_acknowledgements(e.api_key, r.differences);
   if (o_.on_response) {
     std::vector<std::pair<std::string, std::string>> add;
     std::string error;
@@ -2885,19 +2865,30 @@ void Engine::assigned_sooner(const LiveConn& c, const InFlight& f, std::vector<D
     if (d.ignored || d.path != "body.assignment" || live_share_assigned(c.s->id) <= 0 ||
         d.recorded.find("\"topicPartitions\":[]") == std::string::npos)
       continue;
-    Frame probe;
-    for (uint32_t k = f.exchange + 1; k < c.s->exchanges.size(); ++k) {
-      const Exchange& later = c.s->exchanges[k];
-      if (later.api_key != 76 || later.response.empty()) continue;
-      dec_.decode_response(later.response, later.api_key, later.api_version, probe);
-      if (share_assigned(ps_, probe) > 0) {
-        d.ignored = true;
-        d.rule = "assigned sooner on the target (its share partitions initialized sooner); the capture assigns it in frame " +
-                 std::to_string(later.response_frame);
-        break;
-      }
+    uint64_t frame = 0;
+    if (recorded_share_assignment(c, f.exchange + 1, false, [](int64_t n) { return n > 0; }, &frame) > 0) {
+      d.ignored = true;
+      d.rule = "assigned sooner on the target (its share partitions initialized sooner); the capture assigns it in frame " +
+               std::to_string(frame);
     }
   }
+}
+
+int64_t Engine::recorded_share_assignment(const LiveConn& c, uint32_t from, bool backward,
+                                          const std::function<bool(int64_t)>& stop, uint64_t* frame) {
+  Frame probe;
+  const auto& ex = c.s->exchanges;
+  const size_t count = backward ? from + 1 : from < ex.size() ? ex.size() - from : 0;
+  for (size_t i = 0; i < count; ++i) {
+    const size_t k = backward ? from - i : from + i;
+    if (ex[k].api_key != 76 /* ShareGroupHeartbeat */ || ex[k].response.empty()) continue;
+    dec_.decode_response(ex[k].response, ex[k].api_key, ex[k].api_version, probe);
+    if (const int64_t n = share_assigned(ps_, probe); stop(n)) {
+      if (frame) *frame = ex[k].response_frame;
+      return n;
+    }
+  }
+  return -1;
 }
 
 // Which member of a share group acquires a record is timing (a race); that

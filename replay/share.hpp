@@ -137,6 +137,13 @@ void learn_acquired(const Frame& request, const Frame& recorded, const Frame& li
 // ("errorCode", "acknowledgeErrorCode", ...) other than 0.
 bool json_names_error(const std::string& json);
 
+// The answer to a request whose acknowledgements translate_acknowledgements()
+// rewrote names what they named: a topic or partition present on one side
+// only, with no error, follows from the rewriting (for a ShareFetch only
+// where the live side has it: its answer without a recorded topic is about
+// what it acquired). Such differences are marked ignored, with the reason.
+void rewritten_acknowledgements(int16_t api_key, std::vector<Difference>& diffs);
+
 // DescribeShareGroupOffsets: a start offset of a partition whose every record
 // is acknowledged on both sides (lag 0) says where the share coordinator's
 // last written state begins, which follows how the acknowledgements were
