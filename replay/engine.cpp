@@ -2483,11 +2483,14 @@ void Engine::answered(LiveConn& c, InFlight f, std::span<const uint8_t> msg, int
   // spent its session epoch: the same request again would be answered
   // INVALID_FETCH_SESSION_EPOCH, so its partitions' errors are compared.
   bool epoch_spent = false;
-  if (e.api_key == 1 && live_class == 1 && live_.ok() && live_.body) {
+  // A share session (ShareFetch, ShareAcknowledge) counts its epochs the same way.
+  const bool share_session = e.api_key == kShareFetchKey || e.api_key == kShareAcknowledgeKey;
+  if ((e.api_key == 1 || share_session) && live_class == 1 && live_.ok() && live_.body) {
     const Node* top = find_field(live_, ps_, live_.body, "ErrorCode");
     Frame& sent = placing_;
     dec_.decode_request(f.bytes, sent);
-    const Node* epoch = sent.ok() && sent.body ? find_field(sent, ps_, sent.body, "SessionEpoch") : nullptr;
+    const Node* epoch =
+        sent.ok() && sent.body ? find_field(sent, ps_, sent.body, share_session ? "ShareSessionEpoch" : "SessionEpoch") : nullptr;
     epoch_spent = epoch && epoch->v.i > 0 && top && top->v.i == 0;
   }
   // A later batch of an idempotent producer refused because an earlier one of
