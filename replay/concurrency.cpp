@@ -243,6 +243,7 @@ void classify_races(const ProgramSet& ps, const Recording& rec, const TopicNameO
   // (member epoch 0) or leave (-1).
   std::map<std::string, std::vector<const ExchangeResult*>> share_fetches, share_joins;
   std::map<const ExchangeResult*, std::string> member_of;   // a ShareFetch's member (one member fetches from each leader)
+  std::map<uint32_t, std::set<std::string>> share_topics;   // the topics a session's ShareFetches named
   Frame f;
   for (const auto& r : result.exchanges) {
     if (r.live_sent_us < 0) continue;
@@ -254,6 +255,7 @@ void classify_races(const ProgramSet& ps, const Recording& rec, const TopicNameO
       if (g.empty()) continue;
       if (r.api_name == "ShareFetch") {
         share_fetches[g].push_back(&r);
+        for (auto& tp : request_partitions(ps, f, topic_name)) share_topics[r.session].insert(tp.topic);
         if (const Node* m = f.body ? find_field(f, ps, f.body, "MemberId") : nullptr; m && !m->is_null())
           member_of[&r] = std::string(m->str());
       } else if (const Node* epoch = f.body ? find_field(f, ps, f.body, "MemberEpoch") : nullptr;
@@ -361,10 +363,17 @@ void classify_races(const ProgramSet& ps, const Recording& rec, const TopicNameO
     if (evidence.empty() && on_share) {
       // The topics (and partitions) the differences lie under, read off the
       // recorded answer (still in f).
+      // A difference in what only the target answered ("[+i]") has no place
+      // in the recorded answer: it lies under one of the topics the session
+      // fetches from (a share session names them once, not in every fetch).
       std::set<TopicPartition> under;
       for (const auto& d : r.differences) {
         TopicPartition tp;
-        if (!d.ignored && topic_partition_at(ps, f, nullptr, d.path, topic_name, tp)) under.insert(tp);
+        if (d.ignored) continue;
+        if (topic_partition_at(ps, f, nullptr, d.path, topic_name, tp))
+          under.insert(tp);
+        else if (auto st = share_topics.find(r.session); st != share_topics.end())
+          for (const auto& t : st->second) under.insert(TopicPartition{t, -1});
       }
       dec.decode_request(x->request, f);
       const std::string g = f.ok() ? request_group(ps, f) : std::string();

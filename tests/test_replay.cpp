@@ -1715,6 +1715,90 @@ TEST(ReplayRaces, ARebalanceAnotherMemberStartedFirstIsARaceOnTheGroup) {
   EXPECT_EQ(result.exchanges[3].outcome, replay::Outcome::Regression);
 }
 
+// ShareFetch v2 of group "share-app" at session epoch `epoch`: the session's
+// first fetch names partition 0 of the topic with id 0x11 ("orders"), a later
+// one (epoch > 0) names nothing, as a share session does once it is open.
+std::vector<uint8_t> share_fetch_v2(int epoch) {
+  Bytes b = test::request_header_v2(78, 2, 20 + epoch, "kwire-share-a");
+  b.cstr("share-app").cstr("GcQmOjwkQLumTFN9aUCIUA").i32(epoch)   // GroupId, MemberId, ShareSessionEpoch
+      .i32(500).i32(1).i32(52428800).i32(500).i32(500)             // MaxWaitMs, MinBytes, MaxBytes, MaxRecords, BatchSize
+      .i8(0).boolean(false);                                       // ShareAcquireMode, IsRenewAck
+  if (epoch == 0) b.carr(1).uuid(0x11).carr(1).i32(0).carr(0).tags0().tags0();   // Topics: orders, partition 0, no acks
+  else b.carr(0);
+  b.carr(0).tags0();   // ForgottenTopicsData
+  return b.message();
+}
+// Its answer with no records: no topic at all.
+std::vector<uint8_t> share_fetch_response_v2_empty() {
+  Bytes b;
+  b.i32(20).tags0();
+  b.i32(0).i16(0).cnull().i32(30000).carr(0).carr(0).tags0();   // Throttle, Error, Message, LockTimeout, Responses, NodeEndpoints
+  return b.message();
+}
+
+TEST(ReplayRaces, RecordsALongPolledShareFetchGotOnlyLiveCameFromTheWriteItWaitedFor) {
+  replay::Recording rec;
+  replay::ReplayResult result;
+  auto exchange = [](uint64_t frame, int16_t api, int16_t version, std::vector<uint8_t> request,
+                     std::vector<uint8_t> response, int64_t req, int64_t resp) {
+    replay::Exchange e;
+    e.frame = frame;
+    e.request_us = req;
+    e.response_us = resp;
+    e.api_key = api;
+    e.api_version = version;
+    e.request = std::move(request);
+    e.response = std::move(response);
+    return e;
+  };
+  auto answered = [&](uint32_t session, uint32_t index, const replay::Exchange& e, const char* name, int64_t live,
+                      std::vector<replay::Difference> diffs) {
+    replay::ExchangeResult r;
+    r.session = session;
+    r.index = index;
+    r.frame = e.frame;
+    r.api_key = e.api_key;
+    r.api_version = e.api_version;
+    r.api_name = name;
+    r.live_sent_us = live;
+    r.outcome = diffs.empty() ? replay::Outcome::Same : replay::Outcome::Regression;
+    r.differences = std::move(diffs);
+    result.exchanges.push_back(r);
+  };
+  // The share consumer's session: its opening fetch (1.000-1.010 s), then two
+  // long polls that the capture shows ending empty after their 500 ms; live,
+  // each came back with a topic the recorded answer lacks.
+  replay::RecordedSession consumer;
+  consumer.id = 1;
+  consumer.exchanges.push_back(exchange(10, 78, 2, share_fetch_v2(0), share_fetch_response_v2_empty(), 1'000'000, 1'010'000));
+  consumer.exchanges.push_back(exchange(12, 78, 2, share_fetch_v2(1), share_fetch_response_v2_empty(), 1'010'000, 1'510'000));
+  consumer.exchanges.push_back(exchange(14, 78, 2, share_fetch_v2(2), share_fetch_response_v2_empty(), 3'000'000, 3'500'000));
+  rec.sessions.push_back(consumer);
+  // A producer's write to orders-0 at 1.200 s, while the first long poll waited.
+  replay::RecordedSession producer;
+  producer.id = 2;
+  producer.exchanges.push_back(exchange(20, 0, 13, produce_request_v13(0x11), produce_response_v13(0x11, 0), 1'200'000, 1'203'000));
+  rec.sessions.push_back(producer);
+  const std::vector<replay::Difference> got_records = {
+      {"body.responses[+0]", "", "{\"topicId\":\"ERERERERERERERERERERE\",\"partitions\":[]}", "", false}};
+  answered(1, 0, consumer.exchanges[0], "ShareFetch", 100, {});
+  answered(1, 1, consumer.exchanges[1], "ShareFetch", 10'000, got_records);
+  answered(1, 2, consumer.exchanges[2], "ShareFetch", 2'000'000, got_records);
+  answered(2, 0, producer.exchanges[0], "Produce", 200'000, {});
+  replay::classify_races(rps(), rec, orders_by_id, result);
+  // The first long poll's topic is the one its session opened with: the write
+  // raced it (the capture does not fix which came first).
+  const auto& raced = result.exchanges[1];
+  EXPECT_EQ(raced.outcome, replay::Outcome::Race);
+  ASSERT_EQ(raced.races.size(), 1u);
+  EXPECT_EQ(raced.races[0].session, 2u);
+  EXPECT_EQ(raced.races[0].partition, "orders-0");
+  EXPECT_TRUE(raced.races[0].order_not_fixed);
+  // Nothing was written while the second one waited: a regression.
+  EXPECT_EQ(result.exchanges[2].outcome, replay::Outcome::Regression);
+  EXPECT_TRUE(result.exchanges[2].races.empty());
+}
+
 // MetadataResponse v12: the given topics (by name, id 0x22..), the given brokers.
 std::vector<uint8_t> metadata_v12(const std::vector<std::string>& topics,
                                   const std::vector<std::tuple<int, std::string, int>>& brokers = {}) {
