@@ -23,7 +23,7 @@ that are tested", says the same for writers):
                                      capture...); skips are counted by REASON
 
 A changed output fails with a diff. Relative links and images must point at
-files and headings that exist. Before passing, the test checks itself: in
+files and headings that exist. README.md stays under 300 lines. Before passing, the test checks itself: in
 every block that passed, the first and last shown lines, altered or left out,
 must make the comparison fail.
 
@@ -46,6 +46,9 @@ import sys
 import tempfile
 
 ELLIPSIS = "..."
+# README.md is read in a few minutes: what kwire is, the two commands, install,
+# one short example per command; the rest belongs in docs/.
+README_LINES = 300
 COMMAND_TIMEOUT = int(os.environ.get("KWIRE_DOCS_TIMEOUT", "120"))
 DIRECTIVE = re.compile(r"^\s*<!--\s*docs-test:\s*(\w+)\s*(.*?)\s*-->\s*$")
 FENCE = re.compile(r"^(\s*)(```+|~~~+)(.*)$")
@@ -365,6 +368,13 @@ def main():
         links += n
     if not only and not blocks:
         failures.append("no examples with output found in README.md and docs/*.md")
+    readme = os.path.join(source, "README.md")
+    if readme in docs:
+        with open(readme, encoding="utf-8") as f:
+            lines = sum(1 for _ in f)
+        if lines >= README_LINES:
+            failures.append(f"README.md: {lines} lines, the front page stays under {README_LINES}: move the "
+                            "detail to a guide in docs/ and link to it")
     try:
         for b in blocks:
             if b.bad:
