@@ -288,16 +288,21 @@ void write_json_report(std::ostream& out, const ReplayResult& r, const ReportCon
   }
   out << "],\"sessions\":[";
   first = true;
+  // Each session's first divergence: its earliest regressed response, the
+  // first field that differs (as the text report shows it), in one pass.
+  std::map<uint32_t, const ExchangeResult*> first_regression;
+  for (const auto& e : r.exchanges) {
+    if (e.outcome != Outcome::Regression) continue;
+    auto [it, fresh] = first_regression.emplace(e.session, &e);
+    if (!fresh && e.frame < it->second->frame) it->second = &e;
+  }
   for (const auto& s : r.sessions) {
     out << (first ? "" : ",") << "{\"session\":" << s.id << ",\"client\":" << quote(s.client) << ",\"broker\":" << quote(s.broker)
         << ",\"target\":" << quote(s.target) << ",\"clientId\":" << quote(s.client_id) << ",\"reconnects\":" << s.reconnects
         << ",\"retries\":" << s.retries << ",\"retrySeconds\":" << s.retry_s
         << ",\"retryBudgetSpent\":" << (s.retry_budget_spent ? "true" : "false");
-    // The session's first divergence (its earliest regressed response, the
-    // first field that differs), as the text report shows it.
-    const ExchangeResult* firstr = nullptr;
-    for (const auto& e : r.exchanges)
-      if (e.session == s.id && e.outcome == Outcome::Regression && (!firstr || e.frame < firstr->frame)) firstr = &e;
+    const auto fr = first_regression.find(s.id);
+    const ExchangeResult* firstr = fr == first_regression.end() ? nullptr : fr->second;
     if (firstr)
       for (const auto& d : firstr->differences) {
         if (d.ignored) continue;
