@@ -2459,7 +2459,7 @@ void Engine::answered(LiveConn& c, InFlight f, std::span<const uint8_t> msg, int
   const int live_class = error_class(ps_, live_, &coordinator_only);
   int recorded_class = error_class(ps_, recorded_resp_);
   const int64_t backoff = std::min<int64_t>(50000LL << std::min(f.attempts + 1, 5), 1000000);
-  const bool budget_was_spent = sess.retry.spent;
+  const bool budget_was_spent = sess.retry.spent, waited_out_before = sess.retry.waited_out;
   SessionResult& sr = out_.sessions[c.result];
   // A heartbeat the target answers "assignment delayed" (a timer, such as the
   // initial rebalance delay, not fired yet) where the capture shows none: the
@@ -2536,6 +2536,14 @@ void Engine::answered(LiveConn& c, InFlight f, std::span<const uint8_t> msg, int
     sess.retry.refund(f.charged, f.charged_us);
     sr.retries = sess.retry.retries;
     sr.retry_s = sess.retry.spent_us / 1e6;
+  }
+  if (sess.retry.waited_out && !waited_out_before) {
+    char line[240];
+    snprintf(line, sizeof line,
+             "session %u: waited %.0f s for the target's background work (coordinators loading, assignments); "
+             "later waits are charged to its retry budget",
+             c.s->id, sess.retry.waited_us / 1e6);
+    out_.notes.push_back(line);
   }
   if (sess.retry.spent && !budget_was_spent) {
     sr.retry_budget_spent = true;
@@ -3312,7 +3320,13 @@ void Lockstep::drain(size_t lane) const {
 
 bool RetryBudget::grant(int64_t cost_us, bool charged) {
   if (spent) return false;
-  if (!charged) return true;
+  if (!charged && !waited_out) {
+    if (waited_us + cost_us <= max_wait_us) {
+      waited_us += cost_us;
+      return true;
+    }
+    waited_out = true;
+  }
   if (retries >= max_retries || spent_us + cost_us > max_us) {
     spent = true;
     return false;

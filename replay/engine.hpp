@@ -50,12 +50,19 @@ bool parse_host_port(const std::string& s, HostPort& out, std::string& error);
 struct RetryBudget {
   uint32_t max_retries = 20;
   int64_t max_us = 5'000'000;
+  // Waiting for the target's background work (a coordinator loading, an
+  // assignment behind its timer) is not charged, up to this much per
+  // session: a target that never gets there then costs what any retry does.
+  int64_t max_wait_us = 60'000'000;
   uint32_t retries = 0;      // charged so far (less those refunded)
   int64_t spent_us = 0;      // their cost
+  int64_t waited_us = 0;     // the uncharged waiting so far
   bool spent = false;        // a retry was refused for want of budget
+  bool waited_out = false;   // waiting went past max_wait_us: charged since
   // Charges `cost_us` (the attempt just answered plus the back-off before the
   // next) and grants the retry, or refuses it (and stays refused) when the
-  // count or the time would be exceeded.
+  // count or the time would be exceeded. An uncharged retry is granted within
+  // max_wait_us, and charged beyond it.
   bool grant(int64_t cost_us, bool charged = true);
   // Gives back what the retries of a request cost once they got it answered.
   void refund(uint32_t n, int64_t cost_us);

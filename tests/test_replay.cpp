@@ -1106,6 +1106,19 @@ TEST(ReplayRetryBudget, CountAndTimeBoundASession) {
   for (int i = 0; i < 30; ++i) EXPECT_TRUE(replay::should_retry(1, 0, true, 0, 10'000'000, 1, r, 1'000'000, false));
   EXPECT_EQ(r.spent_us, 0);
   EXPECT_FALSE(r.spent);
+  EXPECT_EQ(r.waited_us, 30'000'000);
+  // Up to a minute of waiting per session (the default): a target whose
+  // background work never ends (an assignment that never comes) then costs
+  // what any retry does, 5 more seconds here, and the session goes on.
+  replay::RetryBudget w;
+  EXPECT_EQ(w.max_wait_us, 60'000'000);
+  granted = 0;
+  for (int i = 0; i < 1000; ++i) granted += replay::should_retry(1, 0, true, 0, 10'000'000, 1, w, 1'000'000, false);
+  EXPECT_EQ(granted, 60 + 5);
+  EXPECT_TRUE(w.waited_out);
+  EXPECT_TRUE(w.spent);
+  EXPECT_EQ(w.waited_us, 60'000'000);
+  EXPECT_EQ(w.spent_us, 5'000'000);
   // Once spent it stays spent, even for a cheaper retry.
   EXPECT_FALSE(t.grant(1));
   // No budget: no retry at all.
