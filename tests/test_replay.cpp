@@ -1662,6 +1662,21 @@ std::vector<uint8_t> sync_response_v5(int error) {
   return b.message();
 }
 
+// A recorded exchange: its request's frame, api, both messages and the
+// window (us) between the request and the response.
+replay::Exchange recorded_exchange(uint64_t frame, int16_t api, int16_t version, std::vector<uint8_t> request,
+                                   std::vector<uint8_t> response, int64_t req, int64_t resp) {
+  replay::Exchange e;
+  e.frame = frame;
+  e.request_us = req;
+  e.response_us = resp;
+  e.api_key = api;
+  e.api_version = version;
+  e.request = std::move(request);
+  e.response = std::move(response);
+  return e;
+}
+
 TEST(ReplayRaces, ARebalanceAnotherMemberStartedFirstIsARaceOnTheGroup) {
   replay::Recording rec;
   replay::ReplayResult result;
@@ -1672,15 +1687,8 @@ TEST(ReplayRaces, ARebalanceAnotherMemberStartedFirstIsARaceOnTheGroup) {
                  std::vector<replay::Difference> diffs) {
     replay::RecordedSession s;
     s.id = id;
-    replay::Exchange e;
-    e.frame = id * 10;
-    e.request_us = req;
-    e.response_us = resp;
-    e.api_key = api;
-    e.api_version = version;
-    e.request = std::move(request);
-    e.response = std::move(response);
-    s.exchanges.push_back(e);
+    const replay::Exchange& e =
+        s.exchanges.emplace_back(recorded_exchange(id * 10, api, version, std::move(request), std::move(response), req, resp));
     rec.sessions.push_back(s);
     replay::ExchangeResult r;
     r.session = id;
@@ -1752,18 +1760,7 @@ std::vector<uint8_t> share_fetch_response_v2_empty() {
 TEST(ReplayRaces, RecordsALongPolledShareFetchGotOnlyLiveCameFromTheWriteItWaitedFor) {
   replay::Recording rec;
   replay::ReplayResult result;
-  auto exchange = [](uint64_t frame, int16_t api, int16_t version, std::vector<uint8_t> request,
-                     std::vector<uint8_t> response, int64_t req, int64_t resp) {
-    replay::Exchange e;
-    e.frame = frame;
-    e.request_us = req;
-    e.response_us = resp;
-    e.api_key = api;
-    e.api_version = version;
-    e.request = std::move(request);
-    e.response = std::move(response);
-    return e;
-  };
+  const auto exchange = recorded_exchange;
   auto answered = [&](uint32_t session, uint32_t index, const replay::Exchange& e, const char* name, int64_t live,
                       std::vector<replay::Difference> diffs) {
     replay::ExchangeResult r;
