@@ -362,10 +362,10 @@ void classify_races(const ProgramSet& ps, const Recording& rec, const TopicNameO
     }
     if (evidence.empty() && on_share) {
       // The topics (and partitions) the differences lie under, read off the
-      // recorded answer (still in f).
-      // A difference in what only the target answered ("[+i]") has no place
-      // in the recorded answer: it lies under one of the topics the session
-      // fetches from (a share session names them once, not in every fetch).
+      // recorded answer (still in f). A difference in what only the target
+      // answered ("[+i]") has no place there: it lies under one of the topics
+      // the session fetches from (a share session names them once, not in
+      // every fetch).
       std::set<TopicPartition> under;
       for (const auto& d : r.differences) {
         TopicPartition tp;
