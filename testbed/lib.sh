@@ -2,26 +2,32 @@
 # TESTBED_CP (dependency classpath + the testbed's own classes).
 TESTBED_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
+# testbed_maven_package DIR: `mvn package` of DIR/pom.xml when its classpath stamp is
+# missing or older than its sources. Testbeds start at once (a case's brokers, live
+# tests side by side): the first builds under the lock, the others then find it built.
+testbed_maven_package() {
+    local dir=$1 stamp=$1/target/classpath.txt
+    mkdir -p "$dir/target"
+    (
+        flock 9
+        if [[ ! -s $stamp || -n $(find "$dir/pom.xml" "$dir/src" -newer "$stamp" -print -quit) ]]; then
+            echo "testbed: building ($dir/pom.xml)" >&2
+            mvn -q -f "$dir/pom.xml" package >&2 || exit 1
+            touch "$stamp"
+        fi
+    ) 9>"$dir/target/.build.lock"
+}
+
 testbed_build() {
-    local stamp="$TESTBED_DIR/target/classpath.txt"
-    if [[ ! -s $stamp || -n $(find "$TESTBED_DIR/pom.xml" "$TESTBED_DIR/src" -newer "$stamp" -print -quit) ]]; then
-        echo "testbed: building ($TESTBED_DIR/pom.xml)" >&2
-        mvn -q -f "$TESTBED_DIR/pom.xml" package >&2
-        touch "$stamp"
-    fi
-    TESTBED_CP="$TESTBED_DIR/target/classes:$(cat "$stamp")"
+    testbed_maven_package "$TESTBED_DIR" || return 1
+    TESTBED_CP="$TESTBED_DIR/target/classes:$(cat "$TESTBED_DIR/target/classpath.txt")"
 }
 
 # The older-client project (Kafka Streams/clients 4.3.1): sets OLD_CLIENT_CP.
 testbed_build_old() {
     local dir=$TESTBED_DIR/old-client
-    local stamp="$dir/target/classpath.txt"
-    if [[ ! -s $stamp || -n $(find "$dir/pom.xml" "$dir/src" -newer "$stamp" -print -quit) ]]; then
-        echo "testbed: building ($dir/pom.xml)" >&2
-        mvn -q -f "$dir/pom.xml" package >&2
-        touch "$stamp"
-    fi
-    OLD_CLIENT_CP="$dir/target/classes:$(cat "$stamp")"
+    testbed_maven_package "$dir" || return 1
+    OLD_CLIENT_CP="$dir/target/classes:$(cat "$dir/target/classpath.txt")"
 }
 
 # The release run-broker and run-cluster run (KWIRE_KAFKA_VERSION, default 4.4.0: the
@@ -124,51 +130,66 @@ testbed_tls_agent() {
 # Quiet JVM logging: slf4j-simple at WARN, to stderr.
 TESTBED_LOG_OPTS=(-Dorg.slf4j.simpleLogger.defaultLogLevel=warn -Dorg.slf4j.simpleLogger.showDateTime=true)
 
-# Prints N free TCP ports on 127.0.0.1, one per line.
-free_ports() {
+# JIT of the testbed's brokers and storage formats. They live for a minute or two and
+# serve little, and most of a start's CPU went to C2 compiling code that would run a
+# handful of times: C1 alone takes about a quarter off (a broker started alone: 4.1 s
+# of CPU to ready, 3.0 s with C1 only). The suite starts some two hundred, most of them
+# at once with others on two cores. KWIRE_BROKER_FULL_JIT=1 keeps the full tiered JIT
+# (bench/ sets it, where brokers carry load).
+TESTBED_BROKER_JIT_OPTS=(-XX:TieredStopAtLevel=1)
+[[ ${KWIRE_BROKER_FULL_JIT:-} == 1 ]] && TESTBED_BROKER_JIT_OPTS=()
+
+# Prints N ids in Kafka's Uuid form (16 random bytes, URL-safe base64 without padding,
+# not starting with '-'), one per line: a cluster id or a metadata directory id, made
+# here instead of one `kafka-storage random-uuid` JVM each.
+testbed_uuids() {
     python3 - "$1" <<'PY'
-import socket, sys
-socks = []
-for _ in range(int(sys.argv[1])):
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    socks.append(s)
-for s in socks:
-    print(s.getsockname()[1])
+import base64, os, sys
+n = 0
+while n < int(sys.argv[1]):
+    u = base64.urlsafe_b64encode(os.urandom(16)).rstrip(b"=").decode()
+    if not u.startswith("-"):
+        print(u)
+        n += 1
 PY
 }
 
-# Prints COUNT distinct TCP ports, one per line, each free on every given address at
-# once (for a cluster whose nodes listen on the same port, each on its own address).
-# Without SO_REUSEADDR a bind also fails when the port is taken on the wildcard address.
-free_ports_on() {  # count addr...
-    python3 - "$@" <<'PY'
+# testbed_claim_ports VAR COUNT [ADDR...]: COUNT distinct TCP ports, each free on every
+# ADDR at once (127.0.0.1 by default; a cluster's nodes listen on the same port, each on
+# its own address), into the array VAR. A port is held for the life of this shell and
+# its children (the broker JVM it starts) by a lock in $TESTBED_PORT_LOCKS, so testbeds
+# started at once never pick the same port; a port merely bound for a moment and closed
+# would be free again for the next one to pick before its broker binds it. The ports
+# lie below the kernel's ephemeral range: no client connection's own port, picked by the
+# kernel, can take one before the broker listens on it.
+TESTBED_PORT_LOCKS=${TESTBED_PORT_LOCKS:-/tmp/kwire-ports}
+testbed_claim_ports() {
+    local -n _claimed=$1
+    local _count=$2 _addrs=("${@:3}") _lo _hi _port _fd _tries=0
+    (( ${#_addrs[@]} )) || _addrs=(127.0.0.1)
+    read -r _hi _ < /proc/sys/net/ipv4/ip_local_port_range
+    _lo=15000 _hi=$((_hi - 1))
+    (( _hi > _lo + 1000 )) || { echo "testbed: the ephemeral port range starts at $((_hi + 1)): too low to pick ports below it" >&2; return 1; }
+    mkdir -p "$TESTBED_PORT_LOCKS"
+    _claimed=()
+    while (( ${#_claimed[@]} < _count )); do
+        (( ++_tries <= 500 )) || { echo "testbed: found only ${#_claimed[@]} of $_count free ports on ${_addrs[*]}" >&2; return 1; }
+        _port=$(( _lo + (RANDOM * 32768 + RANDOM) % (_hi - _lo + 1) ))
+        [[ " ${_claimed[*]} " == *" $_port "* ]] && continue
+        exec {_fd}>"$TESTBED_PORT_LOCKS/$_port"
+        if ! flock -n "$_fd"; then exec {_fd}>&-; continue; fi
+        # Claimed against other testbeds; now free of anything else on every address
+        # (without SO_REUSEADDR a bind also fails when the port is taken on the wildcard).
+        if ! python3 -c '
 import socket, sys
-count, addrs = int(sys.argv[1]), sys.argv[2:]
-held, ports = [], []
-for _ in range(200 * count):
-    if len(ports) == count:
-        break
-    first = socket.socket()
-    first.bind((addrs[0], 0))
-    port = first.getsockname()[1]
-    socks = [first]
-    try:
-        for a in addrs[1:]:
-            s = socket.socket()
-            socks.append(s)
-            s.bind((a, port))
-    except OSError:
-        for s in socks:
-            s.close()
-        continue
-    held += socks   # kept bound until all are found, so no port is picked twice
-    ports.append(port)
-if len(ports) < count:
-    sys.exit("free_ports_on: found only %d of %d ports free on %s" % (len(ports), count, " ".join(addrs)))
-for p in ports:
-    print(p)
-PY
+for a in sys.argv[2:]:
+    with socket.socket() as s:
+        s.bind((a, int(sys.argv[1])))' "$_port" "${_addrs[@]}" 2>/dev/null; then
+            exec {_fd}>&-
+            continue
+        fi
+        _claimed+=("$_port")
+    done
 }
 
 # Makes a throw-away CA (valid 30 days) and a server certificate signed by it, in DIR:

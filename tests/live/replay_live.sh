@@ -689,7 +689,7 @@ filters)
     [[ $(python3 "$HERE/kafka_topic_partitions.py" "127.0.0.1:$PORT" t2-orders) == 1 ]] || fail "t2-orders was not created"
     # --map: the recorded broker (127.0.0.1:42721 in demo.pcapng) goes to this broker; the
     # default --target, where nothing listens, is never contacted.
-    nothing=$(free_ports 1)
+    testbed_claim_ports nothing 1 || fail "no free port"
     replay -r "$REPO/captures/demo.pcapng" --target "127.0.0.1:$nothing" --map "127.0.0.1:42721=127.0.0.1:$PORT" \
         --conn 1 --timing fast -q
     (( RC == 0 )) || fail "--map: exit status $RC, expected 0"
@@ -906,7 +906,8 @@ tls-clean|tls-python-clean)
         plain+=([3]=$PORT3 [4]=$PORT4 [5]=$PORT5)
         declare -A cert=([1]=$TLS_CA_PEM [2]=$TLS_CA_PEM2 [3]=$TLS_CA_PEM3 [4]=$TLS_CA_PEM4 [5]=$TLS_CA_PEM5)
         for n in 1 2 3 4 5; do
-            relay[$n]=$(free_ports 1)
+            testbed_claim_ports relay_claim 1 || fail "no free port"
+            relay[$n]=$relay_claim
             python3 "$REPO/testbed/other-clients/etm_relay.py" "${relay[$n]}" "${plain[$n]}" \
                 "$(dirname "${cert[$n]}")/broker.pem" "$(dirname "${cert[$n]}")/broker.key" ECDHE-RSA-AES256-SHA \
                 >"$WORK/relay$n.out" 2>&1 &
@@ -1276,7 +1277,7 @@ PY
     note "ok"
     ;;
 unreachable)
-    PORT=$(free_ports 1)
+    testbed_claim_ports PORT 1 || fail "no free port"
     replay -r "$REPO/captures/demo.pcapng"
     (( RC == 2 )) || fail "exit status $RC, expected 2"
     grep -q "127.0.0.1:$PORT" "$WORK/replay.out" || fail "the message does not name the target"
