@@ -40,6 +40,22 @@ TEST(JsonString, IllFormedSequencesBecomeReplacementCharacters) {
   EXPECT_EQ(js("\x80y"), "\"" + R + "y\"");                    // a lone continuation byte
 }
 
+// Long strings go eight bytes at a time: each kind of byte that needs care,
+// at every place in a 24-byte string, comes out as it would alone.
+TEST(JsonString, EveryPlaceInALongString) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"\"", "\\\""}, {"\\", "\\\\"}, {"\x1f", "\\u001f"}, {std::string(1, '\0'), "\\u0000"},
+      {"\x7f", "\x7f"}, {"\xc3\xa9", "\xc3\xa9"}, {"\xff", R}, {" ", " "}, {"~", "~"}};
+  for (const auto& [in, want] : cases) {
+    for (size_t k = 0; k + in.size() <= 24; ++k) {
+      const std::string head(k, 'a'), tail(24 - k - in.size(), 'z');
+      EXPECT_EQ(js(head + in + tail), "\"" + head + want + tail + "\"") << "at " << k;
+    }
+  }
+  EXPECT_EQ(js(std::string(40, 'q')), "\"" + std::string(40, 'q') + "\"");
+  EXPECT_EQ(js(std::string(20, '\n')).size(), 2 + 20 * 6u);
+}
+
 // printable_text: whether -V shows a short bytes value as text next to its
 // length. Text is well-formed UTF-8 without C0/C1 control characters.
 TEST(PrintableText, Utf8TextYesControlsAndIllFormedNo) {

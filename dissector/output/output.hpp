@@ -60,5 +60,12 @@ int utf8_sequence(const uint8_t* p, const uint8_t* end);
 // that read as text, worth a preview next to their length.
 bool printable_text(std::string_view s);
 
+// An integer node that prints as its bare value in every view: not null, not
+// redacted. Most leaves of most messages; the views write them without a call.
+[[gnu::always_inline]] inline bool is_plain_int(const ProgramSet& ps, const Node& n) {
+  static_assert(WireType::Int8 < WireType::Uint32 && WireType::Float64 > WireType::Uint32);
+  return (n.type <= WireType::Uint32 || n.type == WireType::Varint || n.type == WireType::Varlong) &&
+         !(n.flags & kNull) && !(ps.op(n.desc).flags & kSensitive);
+}
 
 }  // namespace kwire

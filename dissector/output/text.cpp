@@ -110,10 +110,43 @@ void tree(TextBuffer& out, const ProgramSet& ps, const Frame& f, uint32_t i, int
     out += " bytes\n";
     return;
   }
+  // "name: 123": an integer without a code name, most of the lines, from one
+  // room check and without value_text's dispatch.
+  if (is_plain_int(ps, n) && !(n.flags & kElement) && !(ps.op(n.desc).marks & kMarkCodeNames) &&
+      n.desc != kDescCrc && n.desc != kDescLegacyCrc) [[likely]] {
+    const std::string_view name = ps.padded_name(n.desc);
+    if (name.size() <= TextBuffer::kPadded) [[likely]] {
+      char* p = out.room(TextBuffer::kPadded + 2 + 20 + 1);
+      std::memcpy(p, name.data(), TextBuffer::kPadded);
+      p += name.size();
+      p[0] = ':';
+      p[1] = ' ';
+      p = write_int(p + 2, n.v.i);
+      *p = '\n';
+      out.commit(p + 1);
+      return;
+    }
+  }
   if (!(n.flags & kElement)) out.append_padded(ps.padded_name(n.desc));
   if (n.type == WireType::Array) {
     if (n.is_null()) { out += ": null\n"; return; }
-    if (primitive_array(n, ps.op(n.desc))) {
+    const FieldOp& o = ps.op(n.desc);
+    if (primitive_array(n, o) && o.elem <= WireType::Uint32 && !(o.flags & kSensitive)) {
+      // Integer elements (replica lists, partition indexes): leaves, never
+      // null, never a code name; room for all of them at once.
+      char* p = out.room(5 + 22 * static_cast<size_t>(n.end - i - 1));
+      std::memcpy(p, ": [", 3);
+      p += 3;
+      for (uint32_t c = i + 1; c < n.end; ++c) {
+        if (c > i + 1) { p[0] = ','; p[1] = ' '; p += 2; }
+        p = write_int(p, f.nodes[c].v.i);
+      }
+      p[0] = ']';
+      p[1] = '\n';
+      out.commit(p + 2);
+      return;
+    }
+    if (primitive_array(n, o)) {
       out += ": [";
       bool first = true;
       for (uint32_t c : Children(f, i)) {
