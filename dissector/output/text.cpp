@@ -58,9 +58,9 @@ bool primitive_array(const Node& n, const FieldOp& o) {
 }
 
 // `n` spaces.
+constexpr char kSpaces[] = "                                                                ";
+static_assert(sizeof kSpaces - 1 >= 2 * TextBuffer::kPadded);
 [[gnu::always_inline]] inline void indent_to(TextBuffer& out, int indent) {
-  static constexpr char kSpaces[] = "                                                                ";
-  static_assert(sizeof kSpaces - 1 >= TextBuffer::kPadded);
   const auto n = static_cast<size_t>(std::max(indent, 0));
   if (n <= TextBuffer::kPadded) out.append_padded({kSpaces, n});
   else out.append(n, ' ');
@@ -99,6 +99,39 @@ void record_line(TextBuffer& out, const ProgramSet& ps, const Frame& f, uint32_t
   }
 }
 
+// "name: 123" at `indent`: an integer field without a code name, most of
+// the lines -V writes. From one room check, and inlined into the loops over
+// children, so without a call per line. False, having written nothing, for
+// any other node.
+[[gnu::always_inline]] inline bool int_line(TextBuffer& out, const ProgramSet& ps, const Node& n, int indent) {
+  if (!is_plain_int(ps, n) || (n.flags & kElement) || (ps.op(n.desc).marks & kMarkCodeNames) ||
+      n.desc == kDescCrc || n.desc == kDescLegacyCrc)
+    return false;
+  const std::string_view name = ps.padded_name(n.desc);
+  if (indent > static_cast<int>(TextBuffer::kPadded) || name.size() > TextBuffer::kPadded) [[unlikely]] return false;
+  char* p = out.room(2 * TextBuffer::kPadded + 2 + 20 + 1);
+  std::memcpy(p, kSpaces, TextBuffer::kPadded);
+  p += indent;
+  std::memcpy(p, name.data(), TextBuffer::kPadded);
+  p += name.size();
+  p[0] = ':';
+  p[1] = ' ';
+  p = write_int(p + 2, n.v.i);
+  *p = '\n';
+  out.commit(p + 1);
+  return true;
+}
+
+// The node and its subtree, `indent` deep.
+void tree(TextBuffer& out, const ProgramSet& ps, const Frame& f, uint32_t i, int indent, std::string_view api);
+
+// The children of node `i`, `indent` deep.
+[[gnu::always_inline]] inline void children(TextBuffer& out, const ProgramSet& ps, const Frame& f, uint32_t i,
+                                            int indent, std::string_view api) {
+  for (uint32_t c : Children(f, i))
+    if (!int_line(out, ps, f.nodes[c], indent)) tree(out, ps, f, c, indent, api);
+}
+
 void tree(TextBuffer& out, const ProgramSet& ps, const Frame& f, uint32_t i, int indent, std::string_view api) {
   const Node& n = f.nodes[i];
   indent_to(out, indent);
@@ -109,23 +142,6 @@ void tree(TextBuffer& out, const ProgramSet& ps, const Frame& f, uint32_t i, int
     append_int(out, n.aux);
     out += " bytes\n";
     return;
-  }
-  // "name: 123": an integer without a code name, most of the lines, from one
-  // room check and without value_text's dispatch.
-  if (is_plain_int(ps, n) && !(n.flags & kElement) && !(ps.op(n.desc).marks & kMarkCodeNames) &&
-      n.desc != kDescCrc && n.desc != kDescLegacyCrc) [[likely]] {
-    const std::string_view name = ps.padded_name(n.desc);
-    if (name.size() <= TextBuffer::kPadded) [[likely]] {
-      char* p = out.room(TextBuffer::kPadded + 2 + 20 + 1);
-      std::memcpy(p, name.data(), TextBuffer::kPadded);
-      p += name.size();
-      p[0] = ':';
-      p[1] = ' ';
-      p = write_int(p + 2, n.v.i);
-      *p = '\n';
-      out.commit(p + 1);
-      return;
-    }
   }
   if (!(n.flags & kElement)) out.append_padded(ps.padded_name(n.desc));
   if (n.type == WireType::Array) {
@@ -175,8 +191,8 @@ void tree(TextBuffer& out, const ProgramSet& ps, const Frame& f, uint32_t i, int
         out += '[';
         append_int(out, k++);
         out += "]\n";
-        for (uint32_t g : Children(f, c)) tree(out, ps, f, g, indent + 4, api);
-      } else {
+        children(out, ps, f, c, indent + 4, api);
+      } else if (!int_line(out, ps, e, indent + 2)) {
         tree(out, ps, f, c, indent + 2, api);
       }
     }
@@ -185,7 +201,7 @@ void tree(TextBuffer& out, const ProgramSet& ps, const Frame& f, uint32_t i, int
   if (n.type == WireType::Struct) {
     if (n.is_null()) { out += ": null\n"; return; }
     out += '\n';
-    for (uint32_t c : Children(f, i)) tree(out, ps, f, c, indent + 2, api);
+    children(out, ps, f, i, indent + 2, api);
     return;
   }
   out += ": ";
@@ -193,7 +209,7 @@ void tree(TextBuffer& out, const ProgramSet& ps, const Frame& f, uint32_t i, int
   out += '\n';
   // Records, and payloads decoded inside a bytes field, below the field.
   if (n.type == WireType::Records || (n.flags & kNested))
-    for (uint32_t c : Children(f, i)) tree(out, ps, f, c, indent + 2, api);
+    children(out, ps, f, i, indent + 2, api);
 }
 
 // Fields worth a place on the summary line, with their short names.
@@ -326,14 +342,14 @@ void write_tree(TextBuffer& out, const ProgramSet& ps, const Frame& f, int inden
   out += "Header (v";
   append_int(out, f.header_version);
   out += ")\n";
-  for (uint32_t c : Children(f, 0)) tree(out, ps, f, c, indent + 2, api);
+  children(out, ps, f, 0, indent + 2, api);
   if (f.body) {
     indent_to(out, indent);
     out += f.program->spec_name;
     out += " v";
     append_int(out, f.api_version);
     out += '\n';
-    for (uint32_t c : Children(f, f.body)) tree(out, ps, f, c, indent + 2, api);
+    children(out, ps, f, f.body, indent + 2, api);
   }
 }
 
