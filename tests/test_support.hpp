@@ -65,4 +65,13 @@ inline std::vector<uint8_t> heartbeat_response(int corr, const std::string& memb
   return b.message();
 }
 
+// A response message (correlation id first) decoded by `ps`. The frame points
+// into `message`, which must outlive it.
+inline Frame decoded_response(const ProgramSet& ps, const std::vector<uint8_t>& message, int api, int version) {
+  FrameDecoder d(ps);
+  Frame f;
+  d.decode_response(message, static_cast<int16_t>(api), static_cast<int16_t>(version), f);
+  return f;
+}
+
 }  // namespace kwire::test
