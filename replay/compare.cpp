@@ -1,7 +1,6 @@
 #include "replay/compare.hpp"
 
 #include <algorithm>
-#include <set>
 
 #include "dissector/output/output.hpp"
 #include "dissector/protocol/codes.hpp"
@@ -14,7 +13,8 @@ namespace {
 // differ. At each field it asks the parts what the difference is: timing of a
 // member's heartbeats (compare_roles), the target's own value
 // (compare_ignore), a consequence of the clusters' sizes or no difference at
-// all (compare_shape); whatever is left is a regression.
+// all (compare_shape), a leader the target does not have (compare_nodes);
+// whatever is left is a regression.
 class Walker {
  public:
   Walker(const ProgramSet& ps, const Frame& rec, const Frame& live, const CompareOptions& opts,
@@ -280,15 +280,11 @@ class Walker {
     }
   }
 
-  // A partition's leader named in an answer (Metadata, DescribeTopicPartitions)
-  // that is no broker of the target: a regression whatever the ids. True when
-  // handled (reported).
+  // A partition's leader that is none of the target's brokers: a regression,
+  // whatever the capture's id. True when reported.
   bool leader_check(uint32_t r, uint32_t l) {
-    if (opts_.target_nodes.empty() || path_.last() != "leaderId" || (api_ != "Metadata" && api_ != "DescribeTopicPartitions"))
-      return false;
     const Node& ln = live_.nodes[l];
-    if (!is_integer(ln.type) || ln.v.i < 0) return false;
-    if (std::find(opts_.target_nodes.begin(), opts_.target_nodes.end(), ln.v.i) != opts_.target_nodes.end()) return false;
+    if (!is_integer(ln.type) || !foreign_leader(api_, path_.last(), ln.v.i, opts_.target_nodes)) return false;
     out_.push_back({path_.text(), json_value(ps_, rec_, r), json_value(ps_, live_, l),
                     "leader " + std::to_string(ln.v.i) + " is none of the target's brokers", false});
     return true;
@@ -371,139 +367,10 @@ void check_expectations(const ProgramSet& ps, const Frame& live, const std::vect
   }
 }
 
-namespace {
-
-// What an answer says of the target's nodes (CompareOptions::target_nodes):
-// each node it names with an endpoint is one of the target's, at the endpoint
-// the target gives it elsewhere, and each leader hint names a node of the
-// target that the answer's nodeEndpoints list. Regressions otherwise.
-class NodeCheck {
- public:
-  NodeCheck(const ProgramSet& ps, const Frame& f, const CompareOptions& o, std::vector<Difference>& out)
-      : ps_(ps), f_(f), o_(o), out_(out) {}
-
-  void run() {
-    if (o_.target_nodes.empty() || !f_.body || !f_.program) return;
-    const std::string_view api = f_.program->api_name;
-    if (api != "Produce" && api != "Fetch" && api != "FindCoordinator" && api != "Metadata") return;
-    const Fields top = fields(f_.body);
-    if (top.endpoints) {
-      has_endpoints_ = true;
-      for (uint32_t el : Children(f_, top.endpoints))
-        if (const uint32_t id = fields(el).id) listed_.insert(f_.nodes[id].v.i);
-    }
-    walk(f_.body);
-  }
-
- private:
-  // The children of a struct this check reads (0: absent).
-  struct Fields {
-    uint32_t id = 0, host = 0, port = 0, error = 0, current = 0, leader = 0, endpoints = 0;
-  };
-  Fields fields(uint32_t s) const {
-    Fields out;
-    for (uint32_t c : Children(f_, s)) {
-      const Node& n = f_.nodes[c];
-      if (n.desc == kDescUnknownTag || n.is_null()) continue;
-      const std::string_view name = ps_.field(n.desc).name;
-      if (name == "NodeId") out.id = c;
-      else if (name == "Host") out.host = c;
-      else if (name == "Port") out.port = c;
-      else if (name == "ErrorCode") out.error = c;
-      else if (name == "CurrentLeader") out.current = c;
-      else if (name == "LeaderId") out.leader = c;
-      else if (name == "NodeEndpoints") out.endpoints = c;
-    }
-    return out;
-  }
-  bool target_node(int64_t id) const {
-    return std::find(o_.target_nodes.begin(), o_.target_nodes.end(), id) != o_.target_nodes.end();
-  }
-  // The path of node n, as the comparison writes it ("body.coordinators[0].nodeId").
-  std::string path_of(uint32_t n) const {
-    std::vector<std::string> segs;
-    while (n != f_.body) {
-      const uint32_t parent = f_.nodes[n].parent;
-      if (f_.nodes[parent].type == WireType::Array) {
-        uint32_t i = 0;
-        for (uint32_t el : Children(f_, parent)) {
-          if (el == n) break;
-          ++i;
-        }
-        segs.push_back("[" + std::to_string(i) + "]");
-      } else {
-        segs.push_back("." + std::string(ps_.field(f_.nodes[n].desc).json_name));
-      }
-      n = parent;
-    }
-    std::string out = "body";
-    for (auto it = segs.rbegin(); it != segs.rend(); ++it) out += *it;
-    return out;
-  }
-  void regression(uint32_t at, int64_t id, std::string why) {
-    out_.push_back({path_of(at), "\"(the target's node)\"", std::to_string(id), std::move(why), false});
-  }
-
-  void walk(uint32_t n) {
-    const Node& node = f_.nodes[n];
-    if (node.type == WireType::Array) {
-      if (!node.is_null())
-        for (uint32_t el : Children(f_, n)) walk(el);
-      return;
-    }
-    if (node.type != WireType::Struct && n != f_.body) return;
-    const Fields here = fields(n);
-    endpoint(here);
-    if (here.current) hint(fields(here.current));
-    for (uint32_t c : Children(f_, n))
-      if (f_.nodes[c].desc != kDescUnknownTag && (f_.nodes[c].type == WireType::Struct || f_.nodes[c].type == WireType::Array))
-        walk(c);
-  }
-
-  // A node named with its endpoint (NodeId, Host, Port; with an ErrorCode, only
-  // where it is 0).
-  void endpoint(const Fields& s) {
-    if (!s.id || !s.host || !s.port || f_.nodes[s.id].v.i < 0) return;
-    if (s.error && f_.nodes[s.error].v.i != 0) return;
-    const int64_t node = f_.nodes[s.id].v.i;
-    if (!target_node(node)) {
-      regression(s.id, node, "node " + std::to_string(node) + " is none of the target's brokers");
-      return;
-    }
-    if (!o_.target_endpoints) return;
-    auto it = o_.target_endpoints->find(static_cast<int32_t>(node));
-    if (it == o_.target_endpoints->end()) return;
-    const std::string_view h = f_.nodes[s.host].str();
-    const std::string at = (h.find(':') != std::string_view::npos ? "[" + std::string(h) + "]" : std::string(h)) + ":" +
-                           std::to_string(f_.nodes[s.port].v.i);
-    if (at != it->second)
-      out_.push_back({path_of(s.host), '"' + it->second + '"', '"' + at + '"',
-                      "node " + std::to_string(node) + " is at " + it->second + " by the target's Metadata", false});
-  }
-
-  // A KIP-951 leader hint (CurrentLeader: LeaderId, LeaderEpoch).
-  void hint(const Fields& current) {
-    if (!current.leader || f_.nodes[current.leader].v.i < 0) return;
-    const int64_t node = f_.nodes[current.leader].v.i;
-    if (!target_node(node)) regression(current.leader, node, "leader hint " + std::to_string(node) + " is none of the target's brokers");
-    else if (has_endpoints_ && !listed_.count(node))
-      regression(current.leader, node, "leader hint " + std::to_string(node) + " is not among the answer's nodeEndpoints");
-  }
-
-  const ProgramSet& ps_;
-  const Frame& f_;
-  const CompareOptions& o_;
-  std::vector<Difference>& out_;
-  bool has_endpoints_ = false;
-  std::set<int64_t> listed_;
-};
-
-}  // namespace
-
 void compare(const ProgramSet& ps, const Frame& recorded, const Frame& live, const CompareOptions& opts,
              std::vector<Difference>& out, StickyMemory* memory, const std::string& member) {
   Walker(ps, recorded, live, opts, out, memory, member).run();
-  NodeCheck(ps, live, opts, out).run();
+  check_target_nodes(ps, live, opts.target_nodes, opts.target_endpoints, out);
   check_expectations(ps, live, opts.expect, out);
 }
 

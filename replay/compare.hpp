@@ -9,7 +9,8 @@
 //   compare_shape   what is the same though written differently, and the
 //                   differences that follow from the clusters' sizes;
 //   compare_ignore  the fields whose values are the target's own;
-//   compare_roles   the fields compared across a member's answers.
+//   compare_roles   the fields compared across a member's answers;
+//   compare_nodes   the target's nodes an answer names.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +21,7 @@
 #include "dissector/protocol/frame.hpp"
 #include "dissector/protocol/program.hpp"
 #include "replay/compare_ignore.hpp"
+#include "replay/compare_nodes.hpp"
 #include "replay/compare_paths.hpp"
 #include "replay/compare_roles.hpp"
 #include "replay/compare_shape.hpp"
@@ -31,18 +33,6 @@ struct ExpectRule {
   PathPattern pattern;  // indices allowed in the text: "body.results[0].errorCode"
   std::string path;     // the path as written (without the api)
   std::string value;    // text: number, true/false, null, string content, error name
-};
-
-struct Difference {
-  std::string path;       // "body.results[0].errorCode"
-  std::string recorded;   // JSON literal
-  std::string replayed;   // JSON literal
-  std::string rule;       // the ignore rule that covers it, or "expect" / empty
-  bool ignored = false;
-  // Error codes also by name ("NONE", "MESSAGE_TOO_LARGE"); empty otherwise.
-  std::string recorded_name, replayed_name;
-  std::string recorded_text() const { return recorded_name.empty() ? recorded : recorded + " " + recorded_name; }
-  std::string replayed_text() const { return replayed_name.empty() ? replayed : replayed + " " + replayed_name; }
 };
 
 struct CompareOptions {

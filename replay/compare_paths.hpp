@@ -1,7 +1,8 @@
 // Paths of the comparison, the bottom part of it: how a field's place in an
 // answer is written ("body.results[0].errorCode", the JSON names of
-// `kwire decode -T json`) and how rules name fields (PathPattern). Every other
-// compare_* part names fields through this one. Includes no other replay part.
+// `kwire decode -T json`), how rules name fields (PathPattern), and what is
+// reported at a place (Difference). Every other compare_* part names fields
+// through this one. Includes no other replay part.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +31,20 @@ bool parse_pattern(const std::string& text, PathPattern& out, std::string& error
 // A difference's path without its indices: "body.responses[0].partitions[+1].errorCode"
 // -> "body.responses.partitions.errorCode".
 std::string plain_path(const std::string& path);
+
+// What the comparison found at a path: two values that differ, and the rule
+// that explains the difference, if one does.
+struct Difference {
+  std::string path;       // "body.results[0].errorCode"
+  std::string recorded;   // JSON literal
+  std::string replayed;   // JSON literal
+  std::string rule;       // the ignore rule that covers it, or "expect" / empty
+  bool ignored = false;
+  // Error codes also by name ("NONE", "MESSAGE_TOO_LARGE"); empty otherwise.
+  std::string recorded_name, replayed_name;
+  std::string recorded_text() const { return recorded_name.empty() ? recorded : recorded + " " + recorded_name; }
+  std::string replayed_text() const { return replayed_name.empty() ? replayed : replayed + " " + replayed_name; }
+};
 
 // A rule table of kwire's own, (pattern, why) pairs, as rules of type T (a
 // struct with `pattern` and `why`). The patterns are literals known to parse.
