@@ -14,7 +14,6 @@ namespace {
 constexpr int kSubBits = 13;                   // 8,192 buckets per power of two
 constexpr int kExactBelow = 1 << kSubBits;    // µs: exact below 8.192 ms
 
-int64_t micros_of(const PacketMeta& m) { return m.ts_sec * 1000000 + m.ts_usec; }
 uint64_t frame_of(const FrameContext& ctx) { return ctx.packet.number ? ctx.packet.number : ctx.number; }
 
 // "12.345" (milliseconds with microsecond digits).
@@ -79,33 +78,61 @@ std::string LatencyTracker::api_name(int16_t key) const {
   return m ? std::string(m->api_name) : "api " + std::to_string(key);
 }
 
+std::optional<PendingRequest> RequestMatcher::request(const FrameContext& ctx, const Frame& f, bool selected) {
+  // Produce with acks=0 gets no answer.
+  if (f.api_key == 0 && f.program) {
+    const Node* acks = find_field(f, ps_, f.body, "Acks");
+    if (acks && acks->v.i == 0) return std::nullopt;
+  }
+  const Node* wait = f.program ? find_field(f, ps_, f.body, "MaxWaitMs") : nullptr;
+  const PendingRequest p{packet_micros(ctx.packet), frame_of(ctx), f.api_key, f.api_version, selected,
+                         wait ? static_cast<int32_t>(wait->v.i) : -1};
+  const uint64_t key = uint64_t{ctx.conn->id} << 32 | static_cast<uint32_t>(f.correlation_id);
+  auto [it, fresh] = pending_.try_emplace(key, p);
+  if (fresh) return std::nullopt;
+  const PendingRequest replaced = it->second;
+  it->second = p;
+  return replaced;
+}
+
+std::optional<PendingRequest> RequestMatcher::response(const FrameContext& ctx, const Frame& f) {
+  auto it = pending_.find(uint64_t{ctx.conn->id} << 32 | static_cast<uint32_t>(f.correlation_id));
+  if (it == pending_.end()) return std::nullopt;
+  const PendingRequest p = it->second;
+  pending_.erase(it);
+  return p;
+}
+
+void RequestMatcher::end(uint32_t conn, const std::function<void(const PendingRequest&)>& unanswered) {
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    if (it->first >> 32 == conn) {
+      unanswered(it->second);
+      it = pending_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void RequestMatcher::waiting(const std::function<void(uint32_t conn, const PendingRequest&)>& fn) const {
+  for (const auto& [key, p] : pending_) fn(static_cast<uint32_t>(key >> 32), p);
+}
+
 void LatencyTracker::on_frame(const FrameContext& ctx, const Frame& f, bool selected) {
   if (ctx.not_kafka || !ctx.conn || f.api_key < 0) return;
   const uint32_t conn = ctx.conn->id;
-  const uint64_t key = uint64_t{conn} << 32 | static_cast<uint32_t>(f.correlation_id);
   if (f.direction == Direction::Request) {
-    // Produce with acks=0 gets no answer.
-    if (f.api_key == 0 && f.program) {
-      const Node* acks = find_field(f, ps_, f.body, "Acks");
-      if (acks && acks->v.i == 0) return;
-    }
-    const Pending p{micros_of(ctx.packet), frame_of(ctx), f.api_key, f.api_version, selected};
-    auto [it, fresh] = pending_.try_emplace(key, p);
-    if (!fresh) {  // the correlation id came again before an answer: the first one was never answered
-      if (it->second.selected) unanswered(conn, it->second);
-      it->second = p;
-    }
+    if (auto replaced = matcher_.request(ctx, f, selected); replaced && replaced->selected) unanswered(conn, *replaced);
     if (selected && !conns_.count(conn)) conns_[conn] = ConnStats{ctx.src.str(), ctx.dst.str(), {}, 0};
     return;
   }
   if (ctx.unmatched) return;
   learn_broker_nodes(f, ps_, node_ids_);
-  auto it = pending_.find(key);
-  if (it == pending_.end()) return;
-  const Pending p = it->second;
-  pending_.erase(it);
+  const auto matched = matcher_.response(ctx, f);
+  if (!matched) return;
+  const PendingRequest p = *matched;
   if (!p.selected && !selected) return;
-  const int64_t d = std::max<int64_t>(0, micros_of(ctx.packet) - p.micros);
+  const int64_t d = std::max<int64_t>(0, packet_micros(ctx.packet) - p.micros);
   apis_[{p.api_key, p.api_version}].h.add(d);
   ConnStats& cs = conns_[conn];
   if (cs.client.empty()) {  // the first exchange of the connection chosen by its response
@@ -126,7 +153,7 @@ void LatencyTracker::on_frame(const FrameContext& ctx, const Frame& f, bool sele
   }
 }
 
-void LatencyTracker::unanswered(uint32_t conn, const Pending& p) {
+void LatencyTracker::unanswered(uint32_t conn, const PendingRequest& p) {
   ++apis_[{p.api_key, p.api_version}].unanswered;
   ConnStats& cs = conns_[conn];
   ++cs.unanswered;
@@ -134,14 +161,9 @@ void LatencyTracker::unanswered(uint32_t conn, const Pending& p) {
 }
 
 void LatencyTracker::on_connection_end(const TcpConnection& c) {
-  for (auto it = pending_.begin(); it != pending_.end();) {
-    if (it->first >> 32 == c.id) {
-      if (it->second.selected) unanswered(c.id, it->second);
-      it = pending_.erase(it);
-    } else {
-      ++it;
-    }
-  }
+  matcher_.end(c.id, [&](const PendingRequest& p) {
+    if (p.selected) unanswered(c.id, p);
+  });
 }
 
 void LatencyTracker::write(TextBuffer& out, bool json) const {
@@ -149,12 +171,12 @@ void LatencyTracker::write(TextBuffer& out, bool json) const {
   std::map<std::pair<int16_t, int16_t>, uint64_t> waiting;
   std::map<uint32_t, uint64_t> waiting_conn;
   std::map<std::string, uint64_t> waiting_broker;
-  for (const auto& [key, p] : pending_) {
-    if (!p.selected) continue;
+  matcher_.waiting([&](uint32_t conn, const PendingRequest& p) {
+    if (!p.selected) return;
     ++waiting[{p.api_key, p.api_version}];
-    ++waiting_conn[static_cast<uint32_t>(key >> 32)];
-    if (auto c = conns_.find(static_cast<uint32_t>(key >> 32)); c != conns_.end()) ++waiting_broker[c->second.server];
-  }
+    ++waiting_conn[conn];
+    if (auto c = conns_.find(conn); c != conns_.end()) ++waiting_broker[c->second.server];
+  });
   auto node_of = [&](const std::string& b) { return broker_node(node_ids_, b); };
   // Brokers by node id, then the addresses no answer named, by address.
   std::map<std::string, const BrokerStats*> by_address;

@@ -11,7 +11,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -46,9 +48,42 @@ class LatencyHistogram {
   int64_t min_ = 0;
 };
 
+// A request still waiting for its response.
+struct PendingRequest {
+  int64_t micros;        // time of the packet that completed the request
+  uint64_t frame;        // its packet number (the message number without one)
+  int16_t api_key, api_version;
+  bool selected;
+  int32_t max_wait_ms;   // the request's MaxWaitMs (Fetch, ShareFetch long-polls), or -1
+};
+
+// Pairs each response with its request by connection and correlation id:
+// what kwire latency and kwire monitor time. Holds only requests in flight.
+class RequestMatcher {
+ public:
+  explicit RequestMatcher(const ProgramSet& ps) : ps_(ps) {}
+  // Remembers a request (not a Produce with acks=0, which gets no answer).
+  // A correlation id that comes again before its answer replaces the first
+  // request, which is returned: it was never answered.
+  std::optional<PendingRequest> request(const FrameContext& ctx, const Frame& f, bool selected = true);
+  // The request a response answers, forgotten; none for an unmatched one.
+  std::optional<PendingRequest> response(const FrameContext& ctx, const Frame& f);
+  // The connection is over: each of its requests still waiting, forgotten.
+  void end(uint32_t conn, const std::function<void(const PendingRequest&)>& unanswered);
+  // Each request still waiting, with its connection id.
+  void waiting(const std::function<void(uint32_t conn, const PendingRequest&)>& fn) const;
+
+ private:
+  const ProgramSet& ps_;
+  std::unordered_map<uint64_t, PendingRequest> pending_;  // (connection id << 32 | correlation id) -> request
+};
+
+// Microseconds since the epoch of a packet's timestamp.
+inline int64_t packet_micros(const PacketMeta& m) { return m.ts_sec * 1000000 + m.ts_usec; }
+
 class LatencyTracker {
  public:
-  explicit LatencyTracker(const ProgramSet& ps, size_t slowest = 10) : ps_(ps), slowest_n_(slowest) {}
+  explicit LatencyTracker(const ProgramSet& ps, size_t slowest = 10) : ps_(ps), slowest_n_(slowest), matcher_(ps) {}
 
   // `selected`: a display filter chose this message. An exchange counts when
   // its request or its response was chosen.
@@ -60,12 +95,6 @@ class LatencyTracker {
   void write(TextBuffer& out, bool json) const;
 
  private:
-  struct Pending {
-    int64_t micros;
-    uint64_t frame;
-    int16_t api_key, api_version;
-    bool selected;
-  };
   struct Slow {
     int64_t micros;
     uint64_t request_frame, response_frame;
@@ -87,12 +116,12 @@ class LatencyTracker {
     LatencyHistogram h;
     uint64_t unanswered = 0;
   };
-  void unanswered(uint32_t conn, const Pending& p);
+  void unanswered(uint32_t conn, const PendingRequest& p);
   std::string api_name(int16_t key) const;
 
   const ProgramSet& ps_;
   size_t slowest_n_;
-  std::unordered_map<uint64_t, Pending> pending_;  // (connection id << 32 | correlation id) -> request
+  RequestMatcher matcher_;
   std::map<std::pair<int16_t, int16_t>, ApiStats> apis_;
   std::map<uint32_t, ConnStats> conns_;
   std::vector<Slow> slowest_;  // a min-heap of the N slowest
