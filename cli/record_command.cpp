@@ -1,7 +1,5 @@
 // kwire record: live capture (or re-filtering a capture file) into pcapng,
 // understanding Kafka while it records.
-#include <signal.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <climits>
@@ -14,6 +12,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/frame_printer.hpp"
+#include "cli/live_capture.hpp"
 #include "dissector/output/output.hpp"
 #include "dissector/protocol/session.hpp"
 #include "recorder/capture.hpp"
@@ -30,98 +29,16 @@ namespace kwire::cli {
 
 namespace {
 
-volatile sig_atomic_t g_stop = 0;
-void on_signal(int) { g_stop = 1; }
-
-void install_signals() {
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = 0;  // no SA_RESTART: poll() wakes up
-  for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaction(s, &sa, nullptr);
-  signal(SIGPIPE, SIG_IGN);  // a closed pipe is a write error, reported
-}
-
-struct RecordOptions;
-int default_buffer_mib(const RecordOptions& o);
-
-int64_t wall_ns() {
-  timespec t{};
-  clock_gettime(CLOCK_REALTIME, &t);
-  return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
-}
-
-int64_t mono_ns() {
-  timespec t{};
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
-}
-
-struct RecordOptions {
-  std::string iface, input, output;
-  std::set<uint16_t> ports{9092};
-  std::string filter;
-  bool filter_given = false;
-  bool auto_mode = false;
-  uint32_t snaplen = 262144;
-  int buffer_mib = 0;   // 0: default_buffer_mib()
-  // Packets come from the kernel in batches at most this old (TPACKET_V3:
-  // packets packed densely in blocks); 0 is libpcap's immediate mode. In
-  // bench/record-bench immediate mode dropped packets from 100,000 Kafka
-  // messages/s on lo, batches of 10 ms none up to the highest rate, as tcpdump.
-  int batch_ms = 10;
+struct RecordOptions : LiveCaptureOptions {
+  std::string output;
   long long packets = -1;
   double duration_s = 0;
   uint64_t filesize_kb = 0;
   uint64_t rotate_mb = 0, rotate_s = 0;
   uint32_t ring = 0;
   bool annotate = false, decode = false, quiet = false, list = false, redact = false;
-  std::string tls_keylog;
   OutputOptions out{.packet_numbers = false};
 };
-
-// A key log that clients append to: the whole lines added since the last look.
-class KeyLogFollower {
- public:
-  explicit KeyLogFollower(std::string path) : path_(std::move(path)) {}
-  // New complete lines, or empty. A file that does not exist (yet) is no error.
-  std::string poll() {
-    std::FILE* f = std::fopen(path_.c_str(), "rb");
-    if (!f) return {};
-    if (std::fseek(f, 0, SEEK_END) != 0) { std::fclose(f); return {}; }
-    const long size = std::ftell(f);
-    if (size < static_cast<long>(offset_)) offset_ = 0, partial_.clear();  // truncated: read it again
-    std::string added;
-    if (size > static_cast<long>(offset_) && std::fseek(f, static_cast<long>(offset_), SEEK_SET) == 0) {
-      added.resize(static_cast<size_t>(size) - offset_);
-      added.resize(std::fread(added.data(), 1, added.size(), f));
-      offset_ += added.size();
-    }
-    std::fclose(f);
-    partial_ += added;
-    const size_t nl = partial_.rfind('\n');
-    if (nl == std::string::npos) return {};
-    std::string lines = partial_.substr(0, nl + 1);
-    partial_.erase(0, nl + 1);
-    return lines;
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-  size_t offset_ = 0;
-  std::string partial_;
-};
-
-// Immediate mode gives each packet a fixed slot in the kernel ring (libpcap's
-// TPACKET_V2) as large as the interface's MTU, or the whole snaplen where the
-// MTU is unknown (-i any). libpcap's 2 MiB default then holds a few dozen
-// packets and bursts are dropped; these hold about a thousand. Batches
-// (--batch-ms) pack packets densely and need far less.
-int default_buffer_mib(const RecordOptions& o) {
-  if (o.batch_ms > 0) return 32;
-  return o.iface == "any" ? 256 : 64;
-}
 
 bool number(const std::string& s, long long& v) {
   try {
@@ -149,43 +66,21 @@ Command record_table(RecordArgs& a) {
   auto text = [](std::string& into) {
     return [&into](const std::string& v, std::string&) { into = v; return true; };
   };
-  c.options = {
-      value({"-i"}, "IFACE", "capture live on IFACE (lo, any, eth0; -D lists them)", text(o.iface), ValueKind::Iface),
-      value({"-r"}, "FILE", "re-filter a pcap/pcapng file (- reads standard input)", text(o.input), ValueKind::File),
-      value({"-w"}, "FILE|-", "write pcapng here (- writes standard output)", text(o.output), ValueKind::File),
-      value({"-p"}, "PORTS",
-            "Kafka ports, comma separated (default 9092); the default capture filter is \"tcp port P1 or tcp port "
-            "P2 ...\"",
-            [&o](const std::string& v, std::string& error) { return parse_ports(v, o.ports, error); }),
-      value({"-f"}, "FILTER", "BPF capture filter (replaces the default)",
-            [&o](const std::string& v, std::string&) {
-              o.filter = v;
-              o.filter_given = true;
-              return true;
-            }),
-      flag({"--auto"},
-           "capture all TCP and keep only the connections recognised as Kafka, whatever their port; a new "
-           "connection's packets wait for its verdict. A TLS connection is kept when its server port is in -p, when "
-           "the key log decrypts it to Kafka, or when its server is known to serve Kafka; the final report names "
-           "every other one (tls_not_kept)",
-           [&o] { o.auto_mode = true; }),
-      value({"--tls-keylog"}, "FILE",
-            "TLS key log (SSLKEYLOGFILE format) that clients are writing: followed as it grows, used to recognise "
-            "Kafka inside TLS, and written into the pcapng as Decryption Secrets Blocks (not with --redact-sasl), so "
-            "the file opens decrypted in Wireshark and kwire; with --auto before the packets they decrypt",
-            text(o.tls_keylog), ValueKind::File),
-      count({"-s"}, "SNAPLEN", "bytes kept per packet (default 262144)", 64, 262144,
-            [&o](long long n) { o.snaplen = static_cast<uint32_t>(n); }),
-      count({"-B"}, "MiB",
-            "kernel capture buffer size (default 32; with --immediate-mode 64, 256 on -i any, whose packets each "
-            "take a snaplen-sized slot)",
-            0, 4096, [&o](long long n) { o.buffer_mib = static_cast<int>(n); }),
-      count({"--batch-ms"}, "N", "take packets from the kernel in batches at most N ms old (default 10)", 1, 1000,
-            [&o](long long n) { o.batch_ms = static_cast<int>(n); }),
-      flag({"--immediate-mode"},
-           "libpcap's immediate mode instead: each packet as it comes, at a higher cost per packet and a ring that "
-           "holds fewer of them",
-           [&o] { o.batch_ms = 0; }),
+  c.options = live_capture_options(
+      o, {.read = "re-filter a pcap/pcapng file (- reads standard input)",
+          .auto_mode =
+              "capture all TCP and keep only the connections recognised as Kafka, whatever their port; a new "
+              "connection's packets wait for its verdict. A TLS connection is kept when its server port is in -p, "
+              "when the key log decrypts it to Kafka, or when its server is known to serve Kafka; the final report "
+              "names every other one (tls_not_kept)",
+          .tls_keylog =
+              "TLS key log (SSLKEYLOGFILE format) that clients are writing: followed as it grows, used to recognise "
+              "Kafka inside TLS, and written into the pcapng as Decryption Secrets Blocks (not with --redact-sasl), "
+              "so the file opens decrypted in Wireshark and kwire; with --auto before the packets they decrypt"});
+  // -w after -r, as the help has always listed it.
+  c.options.insert(c.options.begin() + 2, value({"-w"}, "FILE|-", "write pcapng here (- writes standard output)",
+                                                text(o.output), ValueKind::File));
+  c.options.insert(c.options.end(), {
       count({"-c"}, "N", "stop after N packets", 0, LLONG_MAX, [&o](long long n) { o.packets = n; }),
       value({"-a"}, "duration:S|filesize:KB|packets:N", "stop condition, as dumpcap has it",
             [&o](const std::string& v, std::string& error) {
@@ -217,7 +112,7 @@ Command record_table(RecordArgs& a) {
            "print the Kafka messages while recording, as kwire decode does; the output options below apply to it "
            "(-Y selects what is printed, the file keeps every packet)",
            [&o] { o.decode = true; }),
-  };
+  });
   for (auto& opt : output_options(a.ps, o.out)) {
     // Each needs --decode, wherever it stands.
     opt.set = [&a, first = opt.names.front(), set = std::move(opt.set)](const std::string& v, std::string& error) {
@@ -259,13 +154,7 @@ int check(RecordArgs& a) {
     std::cerr << "kwire record: --decode prints to standard output, which -w - already uses\n";
     return 2;
   }
-  if (!o.filter_given) {
-    if (o.auto_mode) {
-      o.filter = "tcp";
-    } else {
-      for (uint16_t p : o.ports) o.filter += (o.filter.empty() ? "tcp port " : " or tcp port ") + std::to_string(p);
-    }
-  }
+  default_filter(o);
   return 0;
 }
 
@@ -443,19 +332,7 @@ class Recorder {
 bool Recorder::open(int& status) {
   std::string error;
   SourceError kind = SourceError::None;
-  if (!o_.iface.empty()) {
-    LiveOptions lo{o_.iface, o_.filter, o_.snaplen, o_.buffer_mib, o_.batch_ms == 0, o_.batch_ms};
-    if (lo.buffer_mib == 0) lo.buffer_mib = default_buffer_mib(o_);
-    src_ = PacketSource::open_live(lo, error, kind);
-    if (!src_ && kind == SourceError::Runtime && o_.buffer_mib == 0 && lo.buffer_mib > 32) {
-      // The default ring may be more than this host grants; try a smaller one.
-      std::cerr << "kwire record: " << error << "; retrying with -B 32\n";
-      lo.buffer_mib = 32;
-      src_ = PacketSource::open_live(lo, error, kind);
-    }
-  } else {
-    src_ = PacketSource::open_file(o_.input, o_.filter, error, kind);
-  }
+  src_ = open_capture_source(o_, "kwire record", error, kind);
   if (!src_) {
     std::cerr << "kwire record: " << error << "\n";
     status = kind == SourceError::Usage ? 2 : 1;
@@ -609,14 +486,14 @@ void Recorder::status_line(bool last) {
 int Recorder::run() {
   int status = 0;
   if (!open(status)) return status;
-  install_signals();
+  install_stop_signals();
   std::cerr << "kwire record: capturing on " << src_->name() << " (filter: " << (o_.filter.empty() ? "none" : o_.filter)
             << (o_.auto_mode ? "; keeping connections recognised as Kafka" : "") << "), writing "
             << (o_.output == "-" ? "standard output" : writer_->current_path()) << std::endl;
   started_mono_ = last_house_ = mono_ns();
   const std::function<void(const RawPacket&)> on_packet = [this](const RawPacket& r) { packet(r); };
   std::string error;
-  while (!stop_ && !g_stop) {
+  while (!stop_ && !stop_requested()) {
     const PacketSource::Read r = src_->read(256, 100, on_packet, error);
     if (r == PacketSource::Read::End) break;
     if (r == PacketSource::Read::Error) {
