@@ -35,5 +35,6 @@ int record_command(std::vector<std::string> args);
 int replay_command(std::vector<std::string> args);
 int latency_command(std::vector<std::string> args);
 int streams_command(std::vector<std::string> args);
+int monitor_command(std::vector<std::string> args);
 
 }  // namespace kwire::cli

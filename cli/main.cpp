@@ -86,7 +86,7 @@ Command top_cli(TopArgs& a) {
             [&a](const std::string& v, std::string&) { a.generate = v; return true; }),
       help_flag(),
   };
-  for (const auto& sub : {decode_cli(), record_cli(), replay_cli(), streams_cli(), latency_cli(), specs_cli()})
+  for (const auto& sub : {decode_cli(), record_cli(), monitor_cli(), replay_cli(), streams_cli(), latency_cli(), specs_cli()})
     c.commands.emplace_back(sub.brief, sub.summary);
   c.notes = {"Run 'kwire <command> --help' for its options."};
   c.set_operand = [&a](const std::string& v, std::string&) { a.operands.push_back(v); return true; };
@@ -105,7 +105,7 @@ std::vector<Command> all_commands() {
   auto a = std::make_shared<TopArgs>();
   Command top = top_cli(*a);
   top.keep = a;
-  return {top, decode_cli(), record_cli(), replay_cli(), streams_cli(), latency_cli(), specs_cli()};
+  return {top, decode_cli(), record_cli(), monitor_cli(), replay_cli(), streams_cli(), latency_cli(), specs_cli()};
 }
 
 }  // namespace kwire::cli
@@ -127,6 +127,7 @@ int main(int argc, char** argv) {
     if (cmd == "streams") return streams_command(std::move(args));
     if (cmd == "specs") return specs_command(std::move(args));
     if (cmd == "latency") return latency_command(std::move(args));
+    if (cmd == "monitor") return monitor_command(std::move(args));
     std::cerr << "kwire: unknown command '" << cmd << "'\n";
     usage(std::cerr);
     return 2;

@@ -91,6 +91,7 @@ Command record_cli();
 Command replay_cli();
 Command streams_cli();
 Command latency_cli();
+Command monitor_cli();
 Command specs_cli();
 
 // `kwire --generate man DIR` and `kwire --generate complete-bash`.

@@ -95,10 +95,11 @@ string(CONCAT CPACK_PACKAGE_DESCRIPTION
   "specs, so it knows every API and version of the Kafka release it was built\n"
   "from, including the streams-group RPCs.\n"
   "\n"
-  "kwire decode, record, replay, streams, latency and specs work on captures\n"
-  "and live traffic. The package also installs a Wireshark plugin (kwire.so,\n"
-  "for the Wireshark it was built against) and kwire.lua, which takes over in\n"
-  "a Wireshark the plugin does not fit.")
+  "kwire decode, record, monitor, replay, streams, latency and specs work on\n"
+  "captures and live traffic (monitor serves metrics to Prometheus). The\n"
+  "package also installs a Wireshark plugin (kwire.so, for the Wireshark it\n"
+  "was built against) and kwire.lua, which takes over in a Wireshark the\n"
+  "plugin does not fit.")
 set(CPACK_DEBIAN_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)

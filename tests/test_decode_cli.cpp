@@ -272,6 +272,9 @@ TEST(HelpCli, EveryCommandListsEveryOption) {
       {"specs", {"--versions", "-v"}},
       {"latency", {"-r", "-p", "-f", "-T", "--api", "-Y", "--top", "--guess"}},
       {"streams", {"-r", "-p", "-f", "-T", "-Y", "--html", "--dot"}},
+      {"monitor", {"-i", "-r", "-p", "-f", "--auto", "--tls-keylog", "-s", "-B", "--batch-ms", "--immediate-mode",
+                   "--listen", "--print", "--max-client-ids", "--max-topics", "--max-brokers", "--max-series",
+                   "--expire"}},
   };
   for (auto& [cmd, list] : options) {
     list.insert(list.end(), spec_and_help.begin(), spec_and_help.end());
@@ -286,7 +289,7 @@ TEST(HelpCli, EveryCommandListsEveryOption) {
     }
   }
   auto top = kwire_cmd("--help");
-  for (const char* cmd : {"decode", "record", "replay", "specs", "latency", "streams"}) EXPECT_NE(top.out.find(std::string("  ") + cmd + " "), std::string::npos) << cmd;
+  for (const char* cmd : {"decode", "record", "monitor", "replay", "specs", "latency", "streams"}) EXPECT_NE(top.out.find(std::string("  ") + cmd + " "), std::string::npos) << cmd;
 }
 
 TEST(DemoCapture, RealBrokerTrafficDecodesCompletely) {

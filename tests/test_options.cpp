@@ -171,7 +171,7 @@ TEST(Options, WrapKeepsWordsWholeAndIndents) {
 // Every command's --help, as the binary prints it, lists each option its
 // parser takes exactly once, and a flag the table declares parses.
 TEST(Options, EveryCommandHelpListsItsTableOnce) {
-  for (const char* cmd : {"decode", "record", "replay", "streams", "latency", "specs"}) {
+  for (const char* cmd : {"decode", "record", "monitor", "replay", "streams", "latency", "specs"}) {
     auto r = test::kwire_cmd(std::string(cmd) + " --help");
     ASSERT_EQ(WEXITSTATUS(r.status), 0) << cmd;
     std::map<std::string, int> seen;
