@@ -205,10 +205,12 @@ int MonitorRun::run() {
   int status = 0;
   if (!open(status)) return status;
   install_stop_signals();
-  std::cerr << "kwire monitor: " << (src_->live() ? "capturing on " : "reading ") << src_->name()
-            << " (filter: " << (a_.cap.filter.empty() ? "none" : a_.cap.filter) << ")";
-  if (exposer_) std::cerr << ", serving http://" << a_.listen << "/metrics";
-  std::cerr << std::endl;
+  // --print's output is the exposition alone: a script reads it.
+  if (exposer_) {
+    std::cerr << "kwire monitor: " << (src_->live() ? "capturing on " : "reading ") << src_->name()
+              << " (filter: " << (a_.cap.filter.empty() ? "none" : a_.cap.filter) << "), serving http://" << a_.listen
+              << "/metrics" << std::endl;
+  }
   const std::function<void(const RawPacket&)> on_packet = [this](const RawPacket& raw) {
     ++captured_;
     bytes_ += raw.caplen;
