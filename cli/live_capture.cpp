@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "recorder/packet.hpp"
 
 namespace kwire::cli {
 
@@ -90,17 +91,34 @@ int default_buffer_mib(const LiveCaptureOptions& o) {
 
 std::unique_ptr<PacketSource> open_capture_source(const LiveCaptureOptions& o, const std::string& who,
                                                   std::string& error, SourceError& kind) {
-  if (o.iface.empty()) return PacketSource::open_file(o.input, o.filter, error, kind);
-  LiveOptions lo{o.iface, o.filter, o.snaplen, o.buffer_mib, o.batch_ms == 0, o.batch_ms};
-  if (lo.buffer_mib == 0) lo.buffer_mib = default_buffer_mib(o);
-  auto src = PacketSource::open_live(lo, error, kind);
-  if (!src && kind == SourceError::Runtime && o.buffer_mib == 0 && lo.buffer_mib > 32) {
-    // The default ring may be more than this host grants; try a smaller one.
-    std::cerr << who << ": " << error << "; retrying with -B 32\n";
-    lo.buffer_mib = 32;
+  std::unique_ptr<PacketSource> src;
+  if (o.iface.empty()) {
+    src = PacketSource::open_file(o.input, o.filter, error, kind);
+  } else {
+    LiveOptions lo{o.iface, o.filter, o.snaplen, o.buffer_mib, o.batch_ms == 0, o.batch_ms};
+    if (lo.buffer_mib == 0) lo.buffer_mib = default_buffer_mib(o);
     src = PacketSource::open_live(lo, error, kind);
+    if (!src && kind == SourceError::Runtime && o.buffer_mib == 0 && lo.buffer_mib > 32) {
+      // The default ring may be more than this host grants; try a smaller one.
+      std::cerr << who << ": " << error << "; retrying with -B 32\n";
+      lo.buffer_mib = 32;
+      src = PacketSource::open_live(lo, error, kind);
+    }
+  }
+  if (src && !is_supported_link_type(src->link_type())) {
+    error = src->name() + ": unsupported " + link_type_name(src->link_type());
+    kind = SourceError::Usage;
+    return nullptr;
   }
   return src;
+}
+
+PacketMeta packet_meta(const RawPacket& raw, uint64_t number) {
+  PacketMeta meta;
+  meta.number = number;
+  meta.ts_sec = raw.ts_ns / 1'000'000'000;
+  meta.ts_usec = static_cast<int32_t>((raw.ts_ns % 1'000'000'000) / 1000);
+  return meta;
 }
 
 std::string KeyLogFollower::poll() {

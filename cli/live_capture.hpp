@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli/options.hpp"
+#include "recorder/capture.hpp"
 #include "recorder/packet_source.hpp"
 
 namespace kwire::cli {
@@ -54,9 +55,13 @@ void default_filter(LiveCaptureOptions& o);
 int default_buffer_mib(const LiveCaptureOptions& o);
 
 // The live interface of -i, or the file of -r. A default ring the host does
-// not grant is tried again smaller (said on stderr, after `who`).
+// not grant is tried again smaller (said on stderr, after `who`). A link
+// type kwire cannot parse is a usage error too.
 std::unique_ptr<PacketSource> open_capture_source(const LiveCaptureOptions& o, const std::string& who,
                                                   std::string& error, SourceError& kind);
+
+// What the stream layer knows of a packet: its number and time.
+PacketMeta packet_meta(const RawPacket& raw, uint64_t number);
 
 // A key log that clients append to: the whole lines added since the last look.
 class KeyLogFollower {

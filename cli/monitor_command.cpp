@@ -9,7 +9,6 @@
 #include "cli/commands.hpp"
 #include "cli/live_capture.hpp"
 #include "monitor/monitor.hpp"
-#include "recorder/packet.hpp"
 #include "tls/keylog.hpp"
 #include "tls/tls_layer.hpp"
 
@@ -146,11 +145,6 @@ bool MonitorRun::open(int& status) {
     status = kind == SourceError::Usage ? 2 : 1;
     return false;
   }
-  if (!is_supported_link_type(src_->link_type())) {
-    std::cerr << "kwire monitor: " << src_->name() << ": unsupported " << link_type_name(src_->link_type()) << "\n";
-    status = 2;
-    return false;
-  }
   SessionOptions so;
   so.ports = a_.cap.ports;
   // Live, a connection's verdict cannot wait for the end of the capture.
@@ -214,11 +208,7 @@ int MonitorRun::run() {
   const std::function<void(const RawPacket&)> on_packet = [this](const RawPacket& raw) {
     ++captured_;
     bytes_ += raw.caplen;
-    PacketMeta meta;
-    meta.number = captured_;
-    meta.ts_sec = raw.ts_ns / 1'000'000'000;
-    meta.ts_usec = static_cast<int32_t>((raw.ts_ns % 1'000'000'000) / 1000);
-    pipeline_->add(raw.data, raw.caplen, raw.wire_len, meta);
+    pipeline_->add(raw.data, raw.caplen, raw.wire_len, packet_meta(raw, captured_));
   };
   std::string error;
   int64_t last_house = mono_ns();

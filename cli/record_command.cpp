@@ -338,11 +338,6 @@ bool Recorder::open(int& status) {
     status = kind == SourceError::Usage ? 2 : 1;
     return false;
   }
-  if (!is_supported_link_type(src_->link_type())) {
-    std::cerr << "kwire record: " << src_->name() << ": unsupported " << link_type_name(src_->link_type()) << "\n";
-    status = 2;
-    return false;
-  }
   PcapngWriterOptions wo;
   wo.path = o_.output;
   wo.rotate_bytes = o_.rotate_mb * 1'000'000;
@@ -432,10 +427,7 @@ void Recorder::packet(const RawPacket& raw) {
   ++captured_;
   bytes_ += raw.caplen;
   last_ts_ = raw.ts_ns;
-  PacketMeta meta;
-  meta.number = captured_;
-  meta.ts_sec = raw.ts_ns / 1'000'000'000;
-  meta.ts_usec = static_cast<int32_t>((raw.ts_ns % 1'000'000'000) / 1000);
+  const PacketMeta meta = packet_meta(raw, captured_);
   rec_->begin_packet(captured_, src_->live() ? wall_ns() : raw.ts_ns);
   const DecodedPacket& d = pipeline_->add(raw.data, raw.caplen, raw.wire_len, meta);
   const std::span<const uint8_t> bytes(raw.data, raw.caplen);
