@@ -352,6 +352,11 @@ void Monitor::session_totals(const SessionStats& s) {
 
 void Monitor::expire(int64_t now_micros) {
   if (limits_.expire_seconds <= 0) return;
+  // A sweep walks every series: a tenth of the expiry time (10 s at most)
+  // late is soon enough, and keeps the sweeps rare on a busy capture.
+  const int64_t every = std::min<int64_t>(limits_.expire_seconds * 100'000, 10'000'000);
+  if (last_sweep_ && now_micros - last_sweep_ < every) return;
+  last_sweep_ = now_micros;
   m_->expire(now_micros - limits_.expire_seconds * 1'000'000);
 }
 

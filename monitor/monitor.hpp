@@ -136,7 +136,8 @@ class Monitor : public FrameHandler {
   void capture_totals(const CaptureTotals& t);
   void session_totals(const SessionStats& s);
   // Removes the series and label values not seen for the expiry time before
-  // now (the latest packet time, in µs since the epoch).
+  // now (the latest packet time, in µs since the epoch); sweeps at most once
+  // a tenth of the expiry time.
   void expire(int64_t now_micros);
   // The latest packet time seen, µs since the epoch (0 before any).
   int64_t now() const { return now_; }
@@ -160,6 +161,7 @@ class Monitor : public FrameHandler {
   std::map<std::string, int32_t> node_ids_;             // "host:port" -> node id, from Metadata/DescribeCluster
   std::unordered_map<uint32_t, std::string> clients_;    // connection id -> its requests' client id
   int64_t now_ = 0;
+  int64_t last_sweep_ = 0;  // capture time of the latest expiry sweep
   CaptureTotals last_capture_;
   SessionStats last_session_;
 };
