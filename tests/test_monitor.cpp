@@ -302,46 +302,94 @@ TEST_F(MonitorTest, SeriesExpireByCaptureTime) {
   EXPECT_EQ(series(t, "kwire_series_expired_total"), 7);
 }
 
+namespace {
+
+// tshark's count of Kafka requests per api (named as kwire names the key),
+// the Kafka port taken from the first SYN; with `keylog`, TLS on that port
+// decrypted first.
+std::map<std::string, double> tshark_requests(const std::string& cap, const std::string& keylog = "") {
+  const std::string port =
+      shell_output("tshark -r " + cap + " -Y 'tcp.flags.syn==1 && tcp.flags.ack==0' -T fields -e tcp.dstport -c 1");
+  const std::string p = port.substr(0, port.find('\n'));
+  const std::string decode = keylog.empty() ? " -d tcp.port==" + p + ",kafka"
+                                            : " -o tls.keylog_file:" + keylog + " -d tcp.port==" + p +
+                                                  ",tls -d tls.port==" + p + ",kafka";
+  std::map<std::string, double> n;
+  for (const auto& line :
+       lines(shell_output("tshark -n -r " + cap + decode + " -Y kafka.request_key -T fields -e kafka.request_key"))) {
+    std::stringstream keys(line);
+    std::string key;
+    while (std::getline(keys, key, ',')) {
+      const MessageProgram* m = ProgramSet::release().find_api(key);
+      EXPECT_NE(m, nullptr) << cap << ": api key " << key;
+      if (m) ++n[std::string(m->api_name)];
+    }
+  }
+  return n;
+}
+
+// kwire_requests_total summed per api.
+std::map<std::string, double> requests_per_api(const std::string& exposition) {
+  std::map<std::string, double> n;
+  const std::regex row(R"re(^kwire_requests_total\{api="([^"]+)",[^}]*\} (\S+)$)re");
+  for (const auto& line : lines(exposition)) {
+    std::smatch m;
+    if (std::regex_match(line, m, row)) n[m[1]] += std::stod(m[2]);
+  }
+  return n;
+}
+
+double sum_of(const std::string& exposition, const std::string& name) {
+  double n = 0;
+  const std::regex row("^" + name + R"((\{[^}]*\})? (\S+)$)");
+  for (const auto& line : lines(exposition)) {
+    std::smatch m;
+    if (std::regex_match(line, m, row)) n += std::stod(m[2]);
+  }
+  return n;
+}
+
+}  // namespace
+
 // Real captures: the requests per api that `kwire monitor --print` counts
 // are the Kafka requests tshark finds per api key in the same file.
 TEST(MonitorCapture, RequestsPerApiAgreeWithTshark) {
   for (const char* name : {"demo", "stateful", "plugin-failures"}) {
     const std::string cap = std::string(KWIRE_SOURCE_DIR) + "/captures/" + name + ".pcapng";
-    const std::string port =
-        shell_output("tshark -r " + cap + " -Y 'tcp.flags.syn==1 && tcp.flags.ack==0' -T fields -e tcp.dstport -c 1");
-    ASSERT_FALSE(port.empty()) << name;
-    std::map<std::string, double> want;
-    for (const auto& line : lines(shell_output("tshark -r " + cap + " -d tcp.port==" + port.substr(0, port.find('\n')) +
-                                               ",kafka -Y kafka.request_key -T fields -e kafka.request_key"))) {
-      std::stringstream keys(line);
-      std::string key;
-      while (std::getline(keys, key, ',')) {
-        const MessageProgram* m = ProgramSet::release().find_api(key);
-        ASSERT_NE(m, nullptr) << name << ": api key " << key;
-        ++want[std::string(m->api_name)];
-      }
-    }
+    const auto want = tshark_requests(cap);
     ASSERT_GT(want.size(), 5u) << name;
-
     auto r = kwire_cmd("monitor -r " + cap + " --print");
     ASSERT_EQ(r.status, 0) << r.err;
-    std::map<std::string, double> got;
-    const std::regex row(R"re(^kwire_requests_total\{api="([^"]+)",[^}]*\} (\S+)$)re");
-    for (const auto& line : lines(r.out)) {
-      std::smatch m;
-      if (std::regex_match(line, m, row)) got[m[1]] += std::stod(m[2]);
-    }
-    EXPECT_EQ(got, want) << name;
-    // Every request answered in these captures, so as many responses.
-    double responses = 0, requests = 0;
+    EXPECT_EQ(requests_per_api(r.out), want) << name;
+    // Every request is answered, or counted as unanswered.
+    double requests = 0;
     for (const auto& [api, n] : want) requests += n;
-    const std::regex resp(R"(^kwire_responses_total\{[^}]*\} (\S+)$)");
-    for (const auto& line : lines(r.out)) {
-      std::smatch m;
-      if (std::regex_match(line, m, resp)) responses += std::stod(m[1]);
-    }
-    EXPECT_EQ(responses + series(r.out, "kwire_unanswered_requests_total"), requests) << name;
+    EXPECT_EQ(sum_of(r.out, "kwire_responses_total") + sum_of(r.out, "kwire_unanswered_requests_total"), requests)
+        << name;
   }
+}
+
+// Over TLS: without keys, only the connections kwire could not read; with
+// the clients' key log, the requests tshark finds decrypting with the same
+// log.
+TEST(MonitorCapture, TlsWithTheKeyLogCountsWhatTsharkDecrypts) {
+  const std::string dir = std::string(KWIRE_SOURCE_DIR) + "/captures/tls/";
+  const std::string cap = dir + "python-etm.pcapng", keys = dir + "python-etm.keys";
+  const double hellos = static_cast<double>(
+      lines(shell_output("tshark -n -r " + cap + " -Y 'tls.handshake.type == 1' -T fields -e frame.number")).size());
+  ASSERT_GT(hellos, 0);
+
+  auto plain = kwire_cmd("monitor -r " + cap + " --print");
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  EXPECT_EQ(series(plain.out, R"(kwire_tls_connections_total{state="not_decrypted"})"), hellos) << plain.out;
+  EXPECT_TRUE(requests_per_api(plain.out).empty()) << plain.out;
+
+  const auto want = tshark_requests(cap, keys);
+  ASSERT_GT(want.size(), 5u);
+  auto keyed = kwire_cmd("monitor -r " + cap + " --tls-keylog " + keys + " --print");
+  ASSERT_EQ(keyed.status, 0) << keyed.err;
+  EXPECT_EQ(requests_per_api(keyed.out), want);
+  EXPECT_EQ(series(keyed.out, R"(kwire_tls_connections_total{state="decrypted"})"), hellos);
 }
 
 TEST(MonitorCli, UsageErrorsNameTheProblem) {
