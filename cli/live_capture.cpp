@@ -121,6 +121,15 @@ PacketMeta packet_meta(const RawPacket& raw, uint64_t number) {
   return meta;
 }
 
+std::string KeyLogFollower::poll_into(TlsKeyLog& keys, const std::string& who) {
+  std::string lines = poll();
+  if (lines.empty()) return lines;
+  std::vector<std::string> warnings;
+  keys.add_text(lines, path_, warnings);
+  for (const auto& w : warnings) std::cerr << who << ": " << w << "\n";
+  return lines;
+}
+
 std::string KeyLogFollower::poll() {
   std::FILE* f = std::fopen(path_.c_str(), "rb");
   if (!f) return {};

@@ -13,6 +13,7 @@
 #include "cli/options.hpp"
 #include "recorder/capture.hpp"
 #include "recorder/packet_source.hpp"
+#include "tls/keylog.hpp"
 
 namespace kwire::cli {
 
@@ -69,6 +70,9 @@ class KeyLogFollower {
   explicit KeyLogFollower(std::string path) : path_(std::move(path)) {}
   // New complete lines, or empty. A file that does not exist (yet) is no error.
   std::string poll();
+  // The new lines, added to `keys`; their warnings on stderr after `who`.
+  // The caller then tells the TLS layer (TlsLayer::keys_added).
+  std::string poll_into(TlsKeyLog& keys, const std::string& who);
   const std::string& path() const { return path_; }
 
  private:

@@ -179,11 +179,7 @@ bool MonitorRun::open(int& status) {
 
 void MonitorRun::follow_keylog() {
   if (!keylog_) return;
-  const std::string lines = keylog_->poll();
-  if (lines.empty()) return;
-  std::vector<std::string> warnings;
-  keys_.add_text(lines, keylog_->path(), warnings);
-  for (const auto& w : warnings) std::cerr << "kwire monitor: " << w << "\n";
+  if (keylog_->poll_into(keys_, "kwire monitor").empty()) return;
   PacketMeta meta;
   meta.number = captured_;
   tls_->keys_added(meta);

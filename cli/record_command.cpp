@@ -397,11 +397,8 @@ bool Recorder::open(int& status) {
 // wait for them), and a secrets block in the file before their packets.
 void Recorder::follow_keylog() {
   if (!keylog_) return;
-  const std::string lines = keylog_->poll();
+  const std::string lines = keylog_->poll_into(keys_, "\rkwire record");
   if (lines.empty()) return;
-  std::vector<std::string> warnings;
-  keys_.add_text(lines, keylog_->path(), warnings);
-  for (const auto& w : warnings) std::cerr << "\rkwire record: " << w << "\n";
   if (!o_.redact && write_error_.empty() && !writer_->write_tls_secrets(lines, write_error_)) stop_ = true;
   PacketMeta meta;
   meta.number = captured_;
