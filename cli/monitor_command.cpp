@@ -168,7 +168,9 @@ bool MonitorRun::open(int& status) {
     try {
       exposer_ = std::make_unique<prometheus::Exposer>(a_.listen);
     } catch (const std::exception& e) {
-      std::cerr << "kwire monitor: cannot serve on " << a_.listen << ": " << e.what() << "\n";
+      // civetweb says only that it could not bind: say what that usually means.
+      std::cerr << "kwire monitor: cannot listen on " << a_.listen
+                << " (the port is taken, or the address is not one of this host's): " << e.what() << "\n";
       status = 2;
       return false;
     }

@@ -10,6 +10,9 @@
 #include <map>
 #include <regex>
 #include <sstream>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "monitor/monitor.hpp"
@@ -411,6 +414,21 @@ TEST(MonitorCli, UsageErrorsNameTheProblem) {
     EXPECT_EQ(WEXITSTATUS(r.status), 2) << c.args;
     EXPECT_EQ(r.err, c.err) << c.args;
   }
+  // A port already taken: the address and what is wrong, before any packet is read.
+  const int taken = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(taken, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(taken, 1), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::getsockname(taken, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string where = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  auto busy = kwire_cmd("monitor -r " + demo + " --listen " + where);
+  ::close(taken);
+  EXPECT_EQ(WEXITSTATUS(busy.status), 2);
+  EXPECT_TRUE(busy.err.starts_with("kwire monitor: cannot listen on " + where + " (the port is taken")) << busy.err;
+
   auto missing = kwire_cmd("monitor -r /nonexistent.pcap --print");
   EXPECT_EQ(WEXITSTATUS(missing.status), 1);
   EXPECT_NE(missing.err.find("/nonexistent.pcap"), std::string::npos) << missing.err;
