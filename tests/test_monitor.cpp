@@ -308,15 +308,17 @@ TEST_F(MonitorTest, SeriesExpireByCaptureTime) {
 namespace {
 
 // tshark's count of Kafka requests per api (named as kwire names the key),
-// the Kafka port taken from the first SYN; with `keylog`, TLS on that port
-// decrypted first.
+// Kafka decoded on every port a connection opened to; with `keylog`, TLS on
+// those ports decrypted first.
 std::map<std::string, double> tshark_requests(const std::string& cap, const std::string& keylog = "") {
-  const std::string port =
-      shell_output("tshark -r " + cap + " -Y 'tcp.flags.syn==1 && tcp.flags.ack==0' -T fields -e tcp.dstport -c 1");
-  const std::string p = port.substr(0, port.find('\n'));
-  const std::string decode = keylog.empty() ? " -d tcp.port==" + p + ",kafka"
-                                            : " -o tls.keylog_file:" + keylog + " -d tcp.port==" + p +
-                                                  ",tls -d tls.port==" + p + ",kafka";
+  std::string decode;
+  for (const auto& port :
+       lines(shell_output("tshark -r " + cap + " -Y 'tcp.flags.syn==1 && tcp.flags.ack==0' -T fields -e tcp.dstport"))) {
+    if (port.empty() || decode.find("==" + port + ",") != std::string::npos) continue;
+    decode += keylog.empty() ? " -d tcp.port==" + port + ",kafka"
+                             : " -d tcp.port==" + port + ",tls -d tls.port==" + port + ",kafka";
+  }
+  if (!keylog.empty()) decode += " -o tls.keylog_file:" + keylog;
   std::map<std::string, double> n;
   for (const auto& line :
        lines(shell_output("tshark -n -r " + cap + decode + " -Y kafka.request_key -T fields -e kafka.request_key"))) {
@@ -354,10 +356,12 @@ double sum_of(const std::string& exposition, const std::string& name) {
 
 }  // namespace
 
-// Real captures: the requests per api that `kwire monitor --print` counts
-// are the Kafka requests tshark finds per api key in the same file.
+// Every bundled capture: the requests per api that `kwire monitor --print`
+// counts are the Kafka requests tshark finds per api key in the same file.
 TEST(MonitorCapture, RequestsPerApiAgreeWithTshark) {
-  for (const char* name : {"demo", "stateful", "plugin-failures"}) {
+  for (const char* name : {"admin", "aged-records", "classic-consumer", "cluster", "demo", "go-clients", "old-client",
+                           "other-clients", "plugin-failures", "share-group", "stateful", "topology-upgrade",
+                           "txn-consumer"}) {
     const std::string cap = std::string(KWIRE_SOURCE_DIR) + "/captures/" + name + ".pcapng";
     const auto want = tshark_requests(cap);
     ASSERT_GT(want.size(), 5u) << name;

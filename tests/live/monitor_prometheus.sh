@@ -84,10 +84,13 @@ have_counts() { [[ $(query 'sum by (api) (kwire_requests_total)' 2>/dev/null) ]]
 poll 60 have_counts || fail "no kwire_requests_total in prometheus"
 query 'sum by (api) (kwire_requests_total)' >"$work/prometheus-counts"
 
-# tshark: the Kafka port from the first SYN, then every request's api key
-# (a packet with several requests lists them comma-separated).
-port=$(tshark -r "$cap" -Y 'tcp.flags.syn==1 && tcp.flags.ack==0' -T fields -e tcp.dstport -c 1 2>/dev/null)
-tshark -r "$cap" -d "tcp.port==$port,kafka" -Y 'kafka.request_key' -T fields -e kafka.request_key \
+# tshark: Kafka on every port a connection opened to, then every request's
+# api key (a packet with several requests lists them comma-separated).
+decode=()
+for port in $(tshark -r "$cap" -Y 'tcp.flags.syn==1 && tcp.flags.ack==0' -T fields -e tcp.dstport 2>/dev/null | sort -u); do
+    decode+=(-d "tcp.port==$port,kafka")
+done
+tshark -n -r "$cap" "${decode[@]}" -Y 'kafka.request_key' -T fields -e kafka.request_key \
     >"$work/tshark-keys" 2>"$work/tshark.log" || fail "tshark"
 "$kwire" specs >"$work/specs" 2>/dev/null
 tr ',' '\n' <"$work/tshark-keys" | awk -v specs="$work/specs" '
