@@ -54,6 +54,7 @@ void LabelLimit::expire(int64_t before_micros) {
 // the label limits before the series is looked up.
 struct Monitor::Families {
   prometheus::Registry& r;
+  const size_t limit;  // series per metric
   // Health first: the series sets below count into these.
   prometheus::Family<Counter>& folded_family =
       counter(r, "kwire_label_values_folded_total", "label values folded into \"other\" by the label limits, by label");
@@ -89,66 +90,65 @@ struct Monitor::Families {
           .Add({});
 
   SeriesSet<Counter> requests{
-      counter(r, "kwire_requests_total", "Kafka requests, by api, api_version and broker"), 0, dropped_of("requests")};
+      counter(r, "kwire_requests_total", "Kafka requests, by api, api_version and broker"), limit,
+      dropped_of("requests")};
   SeriesSet<Counter> responses{
       counter(r, "kwire_responses_total", "Kafka responses matched to their request, by api, api_version and broker"),
-      0, dropped_of("responses")};
+      limit, dropped_of("responses")};
   SeriesSet<Histogram> response_time{
       prometheus::BuildHistogram()
           .Name("kwire_response_seconds")
           .Help("service time: request to response, by api and broker; long-polls (requests with MaxWaitMs > 0) "
                 "are in kwire_long_poll_seconds instead")
           .Register(r),
-      0, dropped_of("response_seconds")};
+      limit, dropped_of("response_seconds")};
   SeriesSet<Histogram> long_poll{
       prometheus::BuildHistogram()
           .Name("kwire_long_poll_seconds")
           .Help("request to response of requests the broker may hold up to their MaxWaitMs (Fetch, ShareFetch), by "
                 "api and broker")
           .Register(r),
-      0, dropped_of("long_poll_seconds")};
+      limit, dropped_of("long_poll_seconds")};
   SeriesSet<Counter> long_poll_expired{
       counter(r, "kwire_long_poll_expired_total",
               "long-polls answered at or after their MaxWaitMs (the broker waited the whole time), by api and broker"),
-      0, dropped_of("long_poll_expired")};
+      limit, dropped_of("long_poll_expired")};
   SeriesSet<Counter> throttled{
       counter(r, "kwire_throttled_responses_total", "responses with ThrottleTimeMs > 0, by api, broker and client_id"),
-      0, dropped_of("throttled_responses")};
+      limit, dropped_of("throttled_responses")};
   SeriesSet<Counter> throttle_time{
       counter(r, "kwire_throttle_seconds_total", "the ThrottleTimeMs of responses, summed, by api, broker and client_id"),
-      0, dropped_of("throttle_seconds")};
+      limit, dropped_of("throttle_seconds")};
   SeriesSet<Counter> errors{
       counter(r, "kwire_errors_total",
               "non-zero error codes in responses (top level, per topic, per partition, per entry), by api, code, "
               "topic (empty when the error is not under a topic), broker and client_id"),
-      0, dropped_of("errors")};
+      limit, dropped_of("errors")};
   SeriesSet<Counter> client_requests{
-      counter(r, "kwire_client_requests_total", "Kafka requests by client_id and api"), 0, dropped_of("client_requests")};
+      counter(r, "kwire_client_requests_total", "Kafka requests by client_id and api"), limit,
+      dropped_of("client_requests")};
   SeriesSet<Counter> client_responses{
-      counter(r, "kwire_client_responses_total", "responses timed into kwire_client_response_seconds_total"), 0,
+      counter(r, "kwire_client_responses_total", "responses timed into kwire_client_response_seconds_total"), limit,
       dropped_of("client_responses")};
   SeriesSet<Counter> client_time{
       counter(r, "kwire_client_response_seconds_total",
               "service time of the client's exchanges summed (long-polls excluded), by client_id and api"),
-      0, dropped_of("client_response_seconds")};
+      limit, dropped_of("client_response_seconds")};
   SeriesSet<Gauge> client_info{prometheus::BuildGauge()
                                    .Name("kwire_client_info")
                                    .Help("1 for each client_id with the software name and version its ApiVersions "
                                          "(v3+) request announced")
                                    .Register(r),
-                               0, dropped_of("client_info")};
+                               limit, dropped_of("client_info")};
 
   LabelLimit clients, topics, brokers;
 
   Families(prometheus::Registry& reg, const MonitorLimits& l)
-      : r(reg), clients(l.client_ids, folded_client), topics(l.topics, folded_topic), brokers(l.brokers, folded_broker) {
-    for (auto* s : {&requests, &responses, &long_poll_expired, &throttled, &throttle_time, &errors, &client_requests,
-                    &client_responses, &client_time})
-      s->set_limit(l.series);
-    response_time.set_limit(l.series);
-    long_poll.set_limit(l.series);
-    client_info.set_limit(l.series);
-  }
+      : r(reg),
+        limit(l.series),
+        clients(l.client_ids, folded_client),
+        topics(l.topics, folded_topic),
+        brokers(l.brokers, folded_broker) {}
 
   Counter& dropped_of(const std::string& metric) { return dropped_family.Add({{"metric", "kwire_" + metric}}); }
 
@@ -176,9 +176,12 @@ Monitor::~Monitor() = default;
 
 std::string Monitor::exposition() const { return prometheus::TextSerializer().Serialize(registry_->Collect()); }
 
-std::string Monitor::api_name(int16_t key) const {
-  const MessageProgram* m = ps_.find_api(std::to_string(key));
-  return m ? std::string(m->api_name) : std::to_string(key);
+// The frame's own program names its api; only a version the specs do not
+// have needs the lookup by key.
+std::string Monitor::api_name(const Frame& f) const {
+  if (f.program) return std::string(f.program->api_name);
+  const MessageProgram* m = ps_.find_api(std::to_string(f.api_key));
+  return m ? std::string(m->api_name) : std::to_string(f.api_key);
 }
 
 // The node id where a Metadata or DescribeCluster answer named the address,
@@ -215,7 +218,7 @@ void Monitor::on_frame(const FrameContext& ctx, const Frame& f) {
 
 void Monitor::request(const FrameContext& ctx, const Frame& f, uint32_t conn) {
   if (auto replaced = matcher_.request(ctx, f)) m_->unanswered.Increment();
-  const std::string api = api_name(f.api_key);
+  const std::string api = api_name(f);
   const std::string broker = broker_of(ctx.dst);
   if (auto* c = m_->requests.get({{"api", api}, {"api_version", std::to_string(f.api_version)}, {"broker", broker}}, now_))
     c->Increment();
@@ -239,7 +242,7 @@ void Monitor::response(const FrameContext& ctx, const Frame& f, uint32_t conn) {
   learn_broker_nodes(f, ps_, node_ids_);
   const auto p = matcher_.response(ctx, f);
   if (!p) return;
-  const std::string api = api_name(f.api_key);
+  const std::string api = api_name(f);
   const std::string broker = broker_of(ctx.src);
   const auto cl = clients_.find(conn);
   const std::string client(m_->clients.fold(cl == clients_.end() ? std::string() : cl->second, now_));

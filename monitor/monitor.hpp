@@ -97,7 +97,6 @@ class SeriesSet {
     return n;
   }
   size_t size() const { return series_.size(); }
-  void set_limit(size_t limit) { limit_ = limit; }
 
  private:
   struct Entry {
@@ -149,7 +148,7 @@ class Monitor : public FrameHandler {
   void errors(const Frame& f, const std::string& api, const std::string& broker, const std::string& client);
   std::string_view topic_of(const Frame& f, uint32_t node) const;
   std::string broker_of(const Endpoint& server);
-  std::string api_name(int16_t key) const;
+  std::string api_name(const Frame& f) const;
   void undecoded(std::string_view reason);
   static void add_to(prometheus::Counter& c, uint64_t total, uint64_t& last);
 

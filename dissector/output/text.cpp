@@ -192,8 +192,8 @@ void tree(TextBuffer& out, const ProgramSet& ps, const Frame& f, uint32_t i, int
         append_int(out, k++);
         out += "]\n";
         children(out, ps, f, c, indent + 4, api);
-      } else if (!int_line(out, ps, e, indent + 2)) {
-        tree(out, ps, f, c, indent + 2, api);
+      } else {
+        tree(out, ps, f, c, indent + 2, api);  // an element: never an int_line
       }
     }
     return;
